@@ -1,0 +1,170 @@
+// Package config loads and validates Switchyard's YAML configuration
+// (SPEC §2). Loading has three phases: a strict decode (unknown or duplicate
+// keys are errors with line:col), a semantic pass that collects every problem
+// with its YAML path, and defaults. Compiling rules into a routing table is
+// the router's job; this package knows nothing about requests.
+package config
+
+import "time"
+
+// Config is one loaded, validated and defaulted configuration file.
+// A *Config is immutable once Load returns it; it is safe to share.
+type Config struct {
+	Server   Server   `yaml:"server"`
+	Log      Log      `yaml:"log"`
+	Strategy Strategy `yaml:"strategy"`
+	// Targets is non-empty after a successful load; Targets[0] is the
+	// no-match fallback.
+	Targets []Target `yaml:"targets"`
+
+	// File is the path the config was read from ("" when parsed from memory).
+	File string `yaml:"-"`
+	// Hash is the hex SHA-256 of the raw file bytes before interpolation.
+	Hash string `yaml:"-"`
+}
+
+// Server holds the listener settings.
+type Server struct {
+	// Listen is the address to serve on. Default "127.0.0.1:8080".
+	Listen string `yaml:"listen"`
+	// MaxRequestBytes caps a request body; larger bodies get 413.
+	// Default 10 MiB.
+	MaxRequestBytes int `yaml:"max_request_bytes"`
+	// RequestTimeout bounds a whole request (for a stream, until its first
+	// byte). Default 300s.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// ShutdownTimeout bounds the drain on SIGTERM. Default 30s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// Log holds logging settings.
+type Log struct {
+	// Level is debug, info, warn or error. Default "info".
+	Level string `yaml:"level"`
+	// Format is json or console. Default "json".
+	Format string `yaml:"format"`
+	// AccessLog turns the one-line-per-request log on. Default true.
+	AccessLog bool `yaml:"access_log"`
+}
+
+// Strategy is the routing strategy block (ferrogw-compatible).
+type Strategy struct {
+	// Mode is the strategy mode; only "conditional" is known. Required.
+	Mode string `yaml:"mode"`
+	// Conditions are evaluated in order; the first match wins. At least one
+	// in conditional mode.
+	Conditions []Condition `yaml:"conditions"`
+}
+
+// Condition keys (SPEC §2).
+const (
+	KeyModel       = "model"
+	KeyModelPrefix = "model_prefix"
+	KeyUser        = "user"
+	KeyStream      = "stream"
+	KeyHasTools    = "has_tools"
+	KeyMetadata    = "metadata"
+)
+
+// Condition is one routing rule.
+type Condition struct {
+	// Key is one of the Key* constants.
+	Key string `yaml:"key"`
+	// Field names the metadata entry; set exactly when Key is "metadata".
+	Field string `yaml:"field"`
+	// Value is the value compared, as written ("true"/"false" for stream and
+	// has_tools; YAML booleans and numbers are kept as their literal text).
+	Value string `yaml:"value"`
+	// TargetKey names a single target; exclusive with TargetKeys.
+	TargetKey string `yaml:"target_key"`
+	// TargetKeys names an ordered chain; exclusive with TargetKey.
+	TargetKeys []string `yaml:"target_keys"`
+
+	// Line is the 1-based line of the condition in the file (0 if unknown).
+	Line int `yaml:"-"`
+}
+
+// Chain returns the condition's target names in order: [TargetKey] or
+// TargetKeys.
+func (c *Condition) Chain() []string {
+	if c.TargetKey != "" {
+		return []string{c.TargetKey}
+	}
+	return c.TargetKeys
+}
+
+// Providers (SPEC §2).
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+	ProviderBedrock   = "bedrock"
+)
+
+// Target is one upstream deployment.
+type Target struct {
+	// VirtualKey is the unique, non-empty name rules use.
+	VirtualKey string `yaml:"virtual_key"`
+	// Provider is openai, anthropic or bedrock. Default: VirtualKey when it
+	// names a provider.
+	Provider string `yaml:"provider"`
+	// BaseURL defaults to <PROVIDER>_BASE_URL from the environment, then the
+	// provider's public endpoint (bedrock: from Region).
+	BaseURL string `yaml:"base_url"`
+	// APIKey defaults to <PROVIDER>_API_KEY from the environment. Secret:
+	// never logged.
+	APIKey string `yaml:"api_key"`
+	// Region is the AWS region (bedrock only).
+	Region string `yaml:"region"`
+	// AWSAccessKeyID, AWSSecretAccessKey and AWSSessionToken are SigV4
+	// credentials (bedrock only). Secret: never logged.
+	AWSAccessKeyID     string `yaml:"aws_access_key_id"`
+	AWSSecretAccessKey string `yaml:"aws_secret_access_key"`
+	AWSSessionToken    string `yaml:"aws_session_token"`
+	// Models lists exact ids and "prefix*" patterns served. nil = any model.
+	Models []string `yaml:"models"`
+	// ModelMap maps a visible model id to the id sent upstream. nil = none.
+	ModelMap map[string]string `yaml:"model_map"`
+	// Timeout bounds one attempt (a stream: until its first byte). Default 60s.
+	Timeout time.Duration `yaml:"timeout"`
+
+	Retry          Retry          `yaml:"retry"`
+	CircuitBreaker CircuitBreaker `yaml:"circuit_breaker"`
+	Concurrency    Concurrency    `yaml:"concurrency"`
+
+	// Line is the 1-based line of the target in the file (0 if unknown).
+	Line int `yaml:"-"`
+}
+
+// Retry controls re-asking the same member before the walk moves on.
+type Retry struct {
+	// Attempts is the total tries on this member. Default 1.
+	Attempts int `yaml:"attempts"`
+	// OnStatusCodes, if non-empty, replaces the default retryable set
+	// (408, 429, 5xx). Transport errors always retry.
+	OnStatusCodes []int `yaml:"on_status_codes"`
+	// InitialBackoffMs is the first backoff (full jitter, doubling).
+	// Default 100.
+	InitialBackoffMs int `yaml:"initial_backoff_ms"`
+}
+
+// CircuitBreaker configures the per-target breaker (SPEC §4.7).
+type CircuitBreaker struct {
+	// FailureThreshold is the consecutive counted failures that open it.
+	// Default 5.
+	FailureThreshold int `yaml:"failure_threshold"`
+	// SuccessThreshold is the half-open successes that close it. Default 1.
+	SuccessThreshold int `yaml:"success_threshold"`
+	// MaxHalfThreshold is the concurrent half-open probes. Default 1.
+	MaxHalfThreshold int `yaml:"max_half_threshold"`
+	// Timeout is the time open before half-open. Default 30s.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Concurrency bounds in-flight attempts per target.
+type Concurrency struct {
+	// MaxConcurrency is the in-flight attempts. Default 256.
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// QueueSize is the waiters beyond MaxConcurrency; full = saturated.
+	// Default 1000.
+	QueueSize int `yaml:"queue_size"`
+}

@@ -1,0 +1,140 @@
+// Package upstream owns everything about talking to a provider: one
+// fasthttp.HostClient per target, provider adapters (OpenAI pass-through,
+// Anthropic, Bedrock), the chain walk, retry, circuit breaker, 429 park,
+// concurrency queue and failure classification. It never imports hotpath.
+package upstream
+
+import (
+	"bufio"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/router"
+)
+
+// Class classifies the outcome of one attempt (SPEC §4.5, §4.7).
+type Class uint8
+
+// Classes. The zero value is ClassOK.
+const (
+	// ClassOK is a 2xx answer (for a stream: the upstream stream ended cleanly).
+	ClassOK Class = iota
+	// ClassTransport is a connection or protocol failure: failover-safe,
+	// retried, counted by the breaker.
+	ClassTransport
+	// ClassTimeout is an attempt or request timeout: failover-safe, counted.
+	ClassTimeout
+	// ClassServer is 408 or 5xx: failover-safe, counted.
+	ClassServer
+	// ClassRateLimited is a 429: failover-safe, parks the target, not counted.
+	ClassRateLimited
+	// ClassContextLength is a provider-reported context-length overflow:
+	// failover-safe, not retried on the same member, not counted.
+	ClassContextLength
+	// ClassAuth is 401/403: returned to the client at once as 502.
+	ClassAuth
+	// ClassClient is any other 4xx: returned to the client at once.
+	ClassClient
+	// ClassCanceled means the client went away: not counted, no failover.
+	ClassCanceled
+	// ClassCircuitOpen means the member was skipped: its breaker is open.
+	ClassCircuitOpen
+	// ClassParked means the member was skipped: parked after a 429.
+	ClassParked
+	// ClassSaturated means the member's concurrency queue was full.
+	ClassSaturated
+)
+
+var classNames = [...]string{"ok", "transport", "timeout", "server", "rate_limited",
+	"context_length", "auth", "client", "canceled", "circuit_open", "parked", "saturated"}
+
+// String returns the class name used in metrics and logs.
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return "unknown"
+}
+
+// Failover reports whether the walk may move to the next member after c.
+func (c Class) Failover() bool {
+	switch c {
+	case ClassTransport, ClassTimeout, ClassServer, ClassRateLimited,
+		ClassContextLength, ClassCircuitOpen, ClassParked, ClassSaturated:
+		return true
+	}
+	return false
+}
+
+// Counted reports whether the circuit breaker counts c as a failure.
+func (c Class) Counted() bool {
+	return c == ClassTransport || c == ClassTimeout || c == ClassServer
+}
+
+// Endpoint is where and how to reach one target. Immutable; the credential
+// fields are secrets and must never be logged.
+type Endpoint struct {
+	// BaseURL is the target's base URL without a trailing slash, e.g.
+	// "https://api.openai.com/v1" or "https://api.anthropic.com".
+	BaseURL string
+	// APIKey is the provider key ("" = none sent).
+	APIKey string
+	// Region and the AWS credentials are used by the bedrock adapter only.
+	Region             string
+	AWSAccessKeyID     string
+	AWSSecretAccessKey string
+	AWSSessionToken    string
+}
+
+// Call describes one proxied request; every attempt of a walk shares it.
+type Call struct {
+	Surface router.Surface
+	Stream  bool
+	// Body is the client's raw request body. Borrowed from the server's
+	// request: adapters must not retain it past the request.
+	Body []byte
+	// Model is the model id the client asked for.
+	Model []byte
+}
+
+// Adapter speaks one provider's protocol. Implementations are stateless and
+// safe for concurrent use.
+type Adapter interface {
+	// Surfaces reports which surfaces the provider serves.
+	Surfaces() router.SurfaceSet
+	// BuildRequest writes one attempt's upstream request into req: method,
+	// full URI, credential headers, content type and body. upstreamModel is
+	// the model id after model_map. req arrives reset.
+	BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, upstreamModel []byte) error
+	// ClassifyError inspects a non-2xx answer and returns its class and the
+	// OpenAI-shaped error envelope ({"error":{...}}) the client gets if this
+	// answer is final.
+	ClassifyError(status int, h *fasthttp.ResponseHeader, body []byte) (Class, []byte)
+	// TranslateResponse appends the OpenAI-shaped body of a 2xx non-stream
+	// answer to dst.
+	TranslateResponse(dst, body []byte, c *Call) ([]byte, error)
+	// NewStream returns a decoder for one 2xx streaming answer.
+	NewStream(c *Call) StreamDecoder
+}
+
+// StreamDecoder turns an upstream stream into OpenAI SSE frames. One decoder
+// serves one stream; it is not safe for concurrent use.
+type StreamDecoder interface {
+	// Next reads from r until it can append at least one complete OpenAI SSE
+	// frame ("data: ...\n\n") to dst, and returns dst. At the clean end of the
+	// stream it appends "data: [DONE]\n\n" and returns io.EOF. An error event
+	// from the upstream is returned as a *StreamError; a stream that ends
+	// before its terminal event is a ClassTransport *StreamError.
+	Next(dst []byte, r *bufio.Reader) ([]byte, error)
+}
+
+// StreamError is an upstream failure reported inside a stream.
+type StreamError struct {
+	Class Class
+	// Status is the HTTP status the error would have had (e.g. 429, 500).
+	Status int
+	// Body is the OpenAI-shaped error envelope.
+	Body []byte
+}
+
+func (e *StreamError) Error() string { return "upstream stream error: " + e.Class.String() }
