@@ -1,0 +1,22 @@
+//go:build !race
+
+package hotpath
+
+import "testing"
+
+func TestPeekAllocatesNothing(t *testing.T) {
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello \"there\""}],` +
+		`"user":"alice","stream":true,"tools":[{"type":"function","function":{"name":"f"}}],"temperature":0.2}`)
+	p := acquirePeek()
+	defer releasePeek(p)
+	if err := p.parse(body); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		if err := p.parse(body); err != nil || !p.Stream || !p.HasTools {
+			t.Fatal("parse failed", err)
+		}
+	}); n != 0 {
+		t.Fatalf("peek allocates %v times per request, want 0", n)
+	}
+}
