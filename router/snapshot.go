@@ -43,25 +43,6 @@ type Snapshot struct {
 // numKeys is the number of condition keys.
 const numKeys = int(KeyMetadata) + 1
 
-// String returns the key's configuration name (model, model_prefix, ...).
-func (k Key) String() string {
-	switch k {
-	case KeyModel:
-		return "model"
-	case KeyModelPrefix:
-		return "model_prefix"
-	case KeyUser:
-		return "user"
-	case KeyStream:
-		return "stream"
-	case KeyHasTools:
-		return "has_tools"
-	case KeyMetadata:
-		return "metadata"
-	}
-	return fmt.Sprintf("Key(%d)", uint8(k))
-}
-
 // Compile builds a Snapshot. targets must be non-empty; chains must index
 // into targets. created is the Unix time reported in /v1/models.
 //
@@ -186,8 +167,14 @@ func cloneStrings(s []string) []string {
 // r and its chain, or rule -1 and the fallback chain [0] when none matches.
 // The returned chain is owned by the Snapshot and must not be modified.
 //
+// Semantics (SPEC §4.3): stream, has_tools and metadata rules match only on
+// chat and completions; a user rule never matches when r.HasUser is false;
+// a metadata rule matches when any entry of r.Metadata has its field and
+// value, byte for byte.
+//
 // Match reads r without retaining it, allocates nothing, and costs a few
-// map lookups and one trie walk whatever the number of rules.
+// map lookups and one trie walk whatever the number of rules. A kind whose
+// first rule comes after the best match found so far is not looked up.
 func (s *Snapshot) Match(r *Request) (rule int, chain []int) {
 	best := noRule
 	// Surface-gated kinds first: they are array reads.

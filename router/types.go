@@ -4,6 +4,8 @@
 // their configuration into RuleSpec and TargetSpec values.
 package router
 
+import "strconv"
+
 // Surface is an API surface of the gateway (SPEC §3).
 type Surface uint8
 
@@ -57,6 +59,25 @@ const (
 	KeyHasTools
 	KeyMetadata
 )
+
+// String returns the key's configuration name (model, model_prefix, ...).
+func (k Key) String() string {
+	switch k {
+	case KeyModel:
+		return "model"
+	case KeyModelPrefix:
+		return "model_prefix"
+	case KeyUser:
+		return "user"
+	case KeyStream:
+		return "stream"
+	case KeyHasTools:
+		return "has_tools"
+	case KeyMetadata:
+		return "metadata"
+	}
+	return "Key(" + strconv.Itoa(int(k)) + ")"
+}
 
 // RuleSpec is one validated condition, ready to compile.
 type RuleSpec struct {
