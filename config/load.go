@@ -1,0 +1,246 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// Defaults (SPEC §2).
+const (
+	DefaultListen           = "127.0.0.1:8080"
+	DefaultMaxRequestBytes  = 10 << 20
+	DefaultRequestTimeout   = 300 * time.Second
+	DefaultShutdownTimeout  = 30 * time.Second
+	DefaultLogLevel         = "info"
+	DefaultLogFormat        = "json"
+	DefaultTargetTimeout    = 60 * time.Second
+	DefaultRetryAttempts    = 1
+	DefaultInitialBackoffMs = 100
+	DefaultFailureThreshold = 5
+	DefaultSuccessThreshold = 1
+	DefaultMaxHalfThreshold = 1
+	DefaultBreakerTimeout   = 30 * time.Second
+	DefaultMaxConcurrency   = 256
+	DefaultQueueSize        = 1000
+)
+
+// Load reads the file at path and parses it with Parse, taking environment
+// variables from the process environment. An I/O error is returned as is; a
+// configuration problem is an *Error.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data, os.LookupEnv)
+}
+
+// Parse decodes, interpolates, defaults and validates one configuration.
+// file is used only in problem locations and Config.File. lookupEnv resolves
+// ${VAR} references and the <PROVIDER>_BASE_URL / <PROVIDER>_API_KEY
+// defaults; nil means no variable is set.
+//
+// On any problem Parse returns a nil *Config and an *Error holding every
+// problem found, sorted by line. It never panics on any input. Parse is safe
+// for concurrent use when lookupEnv is.
+func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	if lookupEnv == nil {
+		lookupEnv = func(string) (string, bool) { return "", false }
+	}
+	sum := sha256.Sum256(data)
+	d := &decoder{
+		file:      file,
+		lookup:    lookupEnv,
+		pos:       map[string]pos{},
+		has:       map[string]bool{},
+		anchors:   map[string]ast.Node{},
+		decodeBad: map[string]bool{},
+		root:      pos{1, 1},
+	}
+	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
+	if err != nil {
+		return nil, &Error{Problems: []Problem{syntaxProblem(file, err)}}
+	}
+	var body ast.Node
+	for i, doc := range f.Docs {
+		if doc == nil || doc.Body == nil {
+			continue
+		}
+		if body != nil {
+			p := nodePos(doc.Body)
+			d.addAt(p, "", "a second YAML document (document %d); want one document per config file", i+1)
+			continue
+		}
+		body = doc.Body
+		d.collectAnchors(body)
+		if p := nodePos(body); p.line > 0 {
+			d.root = p
+		}
+	}
+	cfg := d.decodeConfig(body)
+	d.semantic = true
+	// Phases 3 and 4 run even after decode problems so one run reports as
+	// much as possible; values phase 1 refused are not reported again.
+	d.applyTargetDefaults(cfg)
+	d.validate(cfg)
+	if len(d.probs) > 0 {
+		return nil, &Error{Problems: sortProblems(d.probs)}
+	}
+	cfg.File = file
+	cfg.Hash = hex.EncodeToString(sum[:])
+	return cfg, nil
+}
+
+func syntaxProblem(file string, err error) Problem {
+	p := Problem{File: file, Message: "YAML syntax error: " + err.Error()}
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		p.Message = "YAML syntax error: " + ye.GetMessage()
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			p.Line, p.Col = tk.Position.Line, tk.Position.Column
+		}
+	}
+	if p.Line < 1 {
+		p.Line, p.Col = 1, 1
+	}
+	return p
+}
+
+var (
+	topKeys       = []string{"server", "log", "strategy", "targets"}
+	serverKeys    = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout"}
+	logKeys       = []string{"level", "format", "access_log"}
+	strategyKeys  = []string{"mode", "conditions"}
+	conditionKeys = []string{"key", "field", "value", "target_key", "target_keys"}
+	targetKeys    = []string{"virtual_key", "provider", "base_url", "api_key", "region",
+		"aws_access_key_id", "aws_secret_access_key", "aws_session_token",
+		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency"}
+	retryKeys       = []string{"attempts", "on_status_codes", "initial_backoff_ms"}
+	breakerKeys     = []string{"failure_threshold", "success_threshold", "max_half_threshold", "timeout"}
+	concurrencyKeys = []string{"max_concurrency", "queue_size"}
+)
+
+// decodeConfig is phase 1: the strict decode into a Config preset with the
+// static defaults, so a key left out keeps its default and a key written
+// with a zero value (max_request_bytes: 0) is seen, and refused, as such.
+func (d *decoder) decodeConfig(body ast.Node) *Config {
+	cfg := &Config{
+		Server: Server{
+			Listen:          DefaultListen,
+			MaxRequestBytes: DefaultMaxRequestBytes,
+			RequestTimeout:  DefaultRequestTimeout,
+			ShutdownTimeout: DefaultShutdownTimeout,
+		},
+		Log: Log{Level: DefaultLogLevel, Format: DefaultLogFormat, AccessLog: true},
+	}
+	top := d.fields(body, "", "the config", topKeys...)
+	delete(d.pos, "")
+
+	srv := d.fields(top["server"], "server", "server", serverKeys...)
+	d.setStr(srv, "server", "listen", &cfg.Server.Listen)
+	d.setInt(srv, "server", "max_request_bytes", &cfg.Server.MaxRequestBytes)
+	d.setDuration(srv, "server", "request_timeout", &cfg.Server.RequestTimeout)
+	d.setDuration(srv, "server", "shutdown_timeout", &cfg.Server.ShutdownTimeout)
+
+	lg := d.fields(top["log"], "log", "log", logKeys...)
+	d.setStr(lg, "log", "level", &cfg.Log.Level)
+	d.setStr(lg, "log", "format", &cfg.Log.Format)
+	d.setBool(lg, "log", "access_log", &cfg.Log.AccessLog)
+
+	st := d.fields(top["strategy"], "strategy", "strategy", strategyKeys...)
+	d.setStr(st, "strategy", "mode", &cfg.Strategy.Mode)
+	if items, ok := d.list(st["conditions"], "strategy.conditions", "a list of conditions"); ok {
+		cfg.Strategy.Conditions = make([]Condition, len(items))
+		for i, it := range items {
+			cfg.Strategy.Conditions[i] = d.decodeCondition(it, index("strategy.conditions", i))
+		}
+	}
+
+	if items, ok := d.list(top["targets"], "targets", "a list of targets"); ok {
+		cfg.Targets = make([]Target, len(items))
+		for i, it := range items {
+			cfg.Targets[i] = d.decodeTarget(it, index("targets", i))
+		}
+	}
+	return cfg
+}
+
+func (d *decoder) decodeCondition(n ast.Node, path string) Condition {
+	c := Condition{Line: d.pos[path].line}
+	m := d.fields(n, path, "a condition", conditionKeys...)
+	d.setStr(m, path, "key", &c.Key)
+	d.setStr(m, path, "field", &c.Field)
+	// value keeps the literal text of YAML numbers (1.0 stays "1.0") because
+	// metadata numbers compare as written; YAML booleans become "true" or
+	// "false" whatever their spelling (True, FALSE).
+	if v := m["value"]; v != nil {
+		p := join(path, "value")
+		if r, _ := d.resolve(v, p); r != nil {
+			if b, ok := r.(*ast.BoolNode); ok {
+				if b.Value {
+					c.Value = "true"
+				} else {
+					c.Value = "false"
+				}
+			} else if s, ok := d.str(v, p, "a string, number or boolean"); ok {
+				c.Value = s
+			}
+		}
+	}
+	d.setStr(m, path, "target_key", &c.TargetKey)
+	d.setStrList(m, path, "target_keys", "target names", &c.TargetKeys)
+	return c
+}
+
+func (d *decoder) decodeTarget(n ast.Node, path string) Target {
+	t := Target{
+		Line:    d.pos[path].line,
+		Timeout: DefaultTargetTimeout,
+		Retry:   Retry{Attempts: DefaultRetryAttempts, InitialBackoffMs: DefaultInitialBackoffMs},
+		CircuitBreaker: CircuitBreaker{
+			FailureThreshold: DefaultFailureThreshold,
+			SuccessThreshold: DefaultSuccessThreshold,
+			MaxHalfThreshold: DefaultMaxHalfThreshold,
+			Timeout:          DefaultBreakerTimeout,
+		},
+		Concurrency: Concurrency{MaxConcurrency: DefaultMaxConcurrency, QueueSize: DefaultQueueSize},
+	}
+	m := d.fields(n, path, "a target", targetKeys...)
+	d.setStr(m, path, "virtual_key", &t.VirtualKey)
+	d.setStr(m, path, "provider", &t.Provider)
+	d.setStr(m, path, "base_url", &t.BaseURL)
+	d.setStr(m, path, "api_key", &t.APIKey)
+	d.setStr(m, path, "region", &t.Region)
+	d.setStr(m, path, "aws_access_key_id", &t.AWSAccessKeyID)
+	d.setStr(m, path, "aws_secret_access_key", &t.AWSSecretAccessKey)
+	d.setStr(m, path, "aws_session_token", &t.AWSSessionToken)
+	d.setStrList(m, path, "models", "model ids or prefix* patterns", &t.Models)
+	d.setStrMap(m, path, "model_map", &t.ModelMap)
+	d.setDuration(m, path, "timeout", &t.Timeout)
+
+	rp := join(path, "retry")
+	r := d.fields(m["retry"], rp, "retry", retryKeys...)
+	d.setInt(r, rp, "attempts", &t.Retry.Attempts)
+	d.setIntList(r, rp, "on_status_codes", &t.Retry.OnStatusCodes)
+	d.setInt(r, rp, "initial_backoff_ms", &t.Retry.InitialBackoffMs)
+
+	bp := join(path, "circuit_breaker")
+	b := d.fields(m["circuit_breaker"], bp, "circuit_breaker", breakerKeys...)
+	d.setInt(b, bp, "failure_threshold", &t.CircuitBreaker.FailureThreshold)
+	d.setInt(b, bp, "success_threshold", &t.CircuitBreaker.SuccessThreshold)
+	d.setInt(b, bp, "max_half_threshold", &t.CircuitBreaker.MaxHalfThreshold)
+	d.setDuration(b, bp, "timeout", &t.CircuitBreaker.Timeout)
+
+	cp := join(path, "concurrency")
+	c := d.fields(m["concurrency"], cp, "concurrency", concurrencyKeys...)
+	d.setInt(c, cp, "max_concurrency", &t.Concurrency.MaxConcurrency)
+	d.setInt(c, cp, "queue_size", &t.Concurrency.QueueSize)
+	return t
+}
