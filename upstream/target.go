@@ -1,0 +1,81 @@
+package upstream
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Target is one runtime target, built by Pool.Target from a config.Target.
+// Its exported fields are immutable after construction and safe to read
+// concurrently; its resilience state (breaker, park, limiter, HostClient)
+// is shared with every other Target of the same identity in the same Pool,
+// including Targets built from earlier configs (SPEC §4.9).
+type Target struct {
+	// Name is the target's virtual_key.
+	Name string
+	// Provider is "openai", "anthropic" or "bedrock".
+	Provider string
+	// Endpoint holds the base URL and credentials. Secret: never log it.
+	Endpoint Endpoint
+	// Adapter speaks the provider's protocol.
+	Adapter Adapter
+	// ModelMap maps a visible model id to the id sent upstream; nil = none.
+	ModelMap map[string]string
+	// Timeout bounds one attempt; for a stream, until its first event, and
+	// then the longest silence between two events. Always > 0.
+	Timeout time.Duration
+	// Retry is the member's retry policy.
+	Retry RetryPolicy
+
+	state *targetState
+}
+
+// RetryPolicy is a member's retry settings (config.Retry).
+type RetryPolicy struct {
+	// Attempts is the total tries on the member; always >= 1.
+	Attempts int
+	// OnStatusCodes, when non-empty, replaces the default retryable status
+	// set (408, 429, 5xx). Transport errors and timeouts always retry.
+	OnStatusCodes []int
+	// InitialBackoff is the first backoff ceiling; it doubles per retry and
+	// the sleep is uniform in [0, ceiling) (full jitter).
+	InitialBackoff time.Duration
+}
+
+// RetryableStatus reports whether an answer with HTTP status code may be
+// retried on the same member.
+func (r *RetryPolicy) RetryableStatus(code int) bool {
+	if len(r.OnStatusCodes) > 0 {
+		for _, c := range r.OnStatusCodes {
+			if c == code {
+				return true
+			}
+		}
+		return false
+	}
+	return code == fasthttp.StatusRequestTimeout || code == fasthttp.StatusTooManyRequests || code >= 500
+}
+
+// UpstreamModel returns the model id sent upstream for the visible id
+// model: model_map's value, or model itself. It does not allocate.
+func (t *Target) UpstreamModel(model []byte) []byte {
+	if t.ModelMap != nil {
+		if m, ok := t.ModelMap[string(model)]; ok {
+			return stringBytes(m)
+		}
+	}
+	return model
+}
+
+// Breaker returns the target's circuit breaker (shared across reloads).
+func (t *Target) Breaker() *Breaker { return &t.state.breaker }
+
+// Park returns the target's 429 park (shared across reloads).
+func (t *Target) Park() *Park { return &t.state.park }
+
+// Limiter returns the target's concurrency limiter (shared across reloads).
+func (t *Target) Limiter() *Limiter { return &t.state.limiter }
+
+// client returns the identity's current HostClient.
+func (t *Target) client() *fasthttp.HostClient { return t.state.client.Load() }
