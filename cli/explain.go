@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/switchyard/switchyard/router"
+)
+
+// explain implements `switchyard explain`: it routes a described request
+// through the config's compiled snapshot, as the gateway would, and prints
+// why it goes where it goes. No upstream is called and circuit, park and
+// queue state are not considered: the outcome is what a walk over healthy
+// members would do.
+//
+// Output on stdout, one fact a line:
+//
+//	request: chat model "gpt-4o", user "alice", stream false, tools false, metadata tier="gold"
+//	rule: strategy.conditions[2] line 14: metadata tier=gold
+//	chain: openai, bedrock
+//	member openai: provider openai, serves model yes, serves surface yes: candidate
+//	member bedrock: provider bedrock, serves model no, serves surface yes: not a candidate
+//	outcome: routes to openai
+//
+// An invalid config is printed as by validate, on stderr, with exit 1; a
+// malformed -metadata value is exit 2.
+func explain(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("explain", stderr)
+	cfgPath := configFlag(fs)
+	model := fs.String("model", "", "the request's `model` (required)")
+	user := fs.String("user", "", "the request's `user`; left out, the request has none")
+	stream := fs.Bool("stream", false, "the request streams")
+	tools := fs.Bool("tools", false, "the request carries a non-empty tools array")
+	metadata := fs.String("metadata", "", "the X-Gateway-Metadata header, a JSON object")
+	surfaceName := fs.String("surface", "chat", "the API `surface`: chat, completions, embeddings or images")
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return code
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *model == "" {
+		fmt.Fprintln(stderr, "explain: -model is required")
+		fs.Usage()
+		return ExitUsage
+	}
+	surface, ok := router.ParseSurface(*surfaceName)
+	if !ok {
+		fmt.Fprintf(stderr, "explain: -surface %q is not a surface; want chat, completions, embeddings or images\n", *surfaceName)
+		return ExitUsage
+	}
+	req := router.Request{
+		Surface:  surface,
+		Model:    []byte(*model),
+		User:     []byte(*user),
+		HasUser:  set["user"],
+		Stream:   *stream,
+		HasTools: *tools,
+	}
+	// The gateway reads X-Gateway-Metadata on chat and completions only and
+	// neither parses nor validates it elsewhere (SPEC §4.2); so does explain.
+	rich := surface == router.SurfaceChat || surface == router.SurfaceCompletions
+	if rich && *metadata != "" {
+		var p router.MetadataParser
+		pairs, err := p.Parse([]byte(*metadata))
+		if err != nil {
+			fmt.Fprintf(stderr, "explain: -metadata: %v\n", err)
+			return ExitUsage
+		}
+		req.Metadata = pairs
+	}
+
+	cfg, ok := load(*cfgPath, stderr)
+	if !ok {
+		return ExitFail
+	}
+	rules, targets := cfg.RouterSpecs()
+	snap, err := router.Compile(rules, targets, 0)
+	if err != nil {
+		// Load validated the config, so this is a disagreement between
+		// config and router; report it rather than guess.
+		fmt.Fprintf(stderr, "%s: cannot compile routing table: %v\n", *cfgPath, err)
+		return ExitFail
+	}
+
+	fmt.Fprintf(stdout, "request: %s\n", describeRequest(&req, set, *metadata))
+	rule, chain := snap.Match(&req)
+	if rule < 0 {
+		fmt.Fprintf(stdout, "rule: no match → targets[0] (%s)\n", snap.Target(0).Name)
+	} else {
+		fmt.Fprintf(stdout, "rule: %s\n", describeMatch(snap.Rule(rule), rule, cfg.Strategy.Conditions[rule].Line))
+	}
+	names := make([]string, len(chain))
+	for i, t := range chain {
+		names[i] = snap.Target(t).Name
+	}
+	fmt.Fprintf(stdout, "chain: %s\n", strings.Join(names, ", "))
+
+	var candidates []string
+	servesModel := false
+	for _, t := range chain {
+		ts := snap.Target(t)
+		m := snap.ServesModel(t, req.Model)
+		s := snap.ServesSurface(t, surface)
+		verdict := "not a candidate"
+		if m && s {
+			verdict = "candidate"
+			candidates = append(candidates, ts.Name)
+		}
+		servesModel = servesModel || m
+		fmt.Fprintf(stdout, "member %s: provider %s, serves model %s, serves surface %s: %s\n",
+			ts.Name, ts.Provider, yesNo(m), yesNo(s), verdict)
+	}
+	switch {
+	case len(candidates) > 0:
+		out := "routes to " + candidates[0]
+		if len(candidates) > 1 {
+			out += ", then " + strings.Join(candidates[1:], ", then ") + " on provider failure"
+		}
+		fmt.Fprintf(stdout, "outcome: %s\n", out)
+	case servesModel:
+		fmt.Fprintf(stdout, "outcome: 404 unsupported_endpoint: chain members serve model %q but not the %s surface\n", *model, surface)
+	default:
+		fmt.Fprintf(stdout, "outcome: 404 model_not_found: no chain member serves model %q\n", *model)
+	}
+	if len(candidates) == 0 {
+		// The rule decides where a request may go; a target outside the
+		// chain is never called, even one that would serve it. Say so, as
+		// this is the usual surprise behind a 404.
+		inChain := make(map[int]bool, len(chain))
+		for _, t := range chain {
+			inChain[t] = true
+		}
+		for t := range snap.NumTargets() {
+			if !inChain[t] && snap.ServesModel(t, req.Model) && snap.ServesSurface(t, surface) {
+				fmt.Fprintf(stdout, "note: targets[%d] (%s) serves this request but is not in the chain, so it is never called\n",
+					t, snap.Target(t).Name)
+			}
+		}
+	}
+	return ExitOK
+}
+
+// describeRequest renders the request's routing fields. Fields the gateway
+// ignores on this surface are named as ignored, when they were given.
+func describeRequest(r *router.Request, set map[string]bool, rawMetadata string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s model %q", r.Surface, r.Model)
+	if r.HasUser {
+		fmt.Fprintf(&b, ", user %q", r.User)
+	} else {
+		b.WriteString(", no user")
+	}
+	rich := r.Surface == router.SurfaceChat || r.Surface == router.SurfaceCompletions
+	if rich {
+		fmt.Fprintf(&b, ", stream %t, tools %t", r.Stream, r.HasTools)
+		if len(r.Metadata) == 0 {
+			b.WriteString(", no metadata")
+		} else {
+			b.WriteString(", metadata")
+			for _, p := range r.Metadata {
+				fmt.Fprintf(&b, " %s=%q", p.Key, p.Value)
+			}
+		}
+		return b.String()
+	}
+	var ignored []string
+	if set["stream"] {
+		ignored = append(ignored, "stream")
+	}
+	if set["tools"] {
+		ignored = append(ignored, "tools")
+	}
+	if rawMetadata != "" {
+		ignored = append(ignored, "metadata")
+	}
+	if len(ignored) > 0 {
+		fmt.Fprintf(&b, " (ignored on %s: %s)", r.Surface, strings.Join(ignored, ", "))
+	}
+	return b.String()
+}
+
+// describeMatch renders a matched rule as
+// "strategy.conditions[i] line N: key=value" or, for metadata,
+// "strategy.conditions[i] line N: metadata field=value".
+func describeMatch(r router.RuleSpec, i, line int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "strategy.conditions[%d]", i)
+	if line > 0 {
+		fmt.Fprintf(&b, " line %d", line)
+	}
+	if r.Key == router.KeyMetadata {
+		fmt.Fprintf(&b, ": metadata %s=%s", r.Field, r.Value)
+	} else {
+		fmt.Fprintf(&b, ": %s=%s", r.Key, r.Value)
+	}
+	return b.String()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
