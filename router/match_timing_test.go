@@ -9,7 +9,7 @@ import (
 // Benchmarks of the compiled Match against its baseline twin, a linear
 // scan of the same rules (linearMatch). Reproduce with:
 //
-//	go test -run '^$' -bench 'Match|LinearScan' -benchtime 200ms ./router/
+//	go test -run '^$' -bench 'BenchmarkMatch|BenchmarkLinearScan|BenchmarkServesModel' -benchtime 200ms ./router/
 
 var benchSizes = []int{10, 1000, 10000}
 
