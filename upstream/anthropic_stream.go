@@ -1,0 +1,204 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"strings"
+)
+
+// NewStream returns a decoder of Anthropic's Messages SSE stream.
+func (anthropicAdapter) NewStream(c *Call) StreamDecoder {
+	return &anthropicStream{cw: newChunkWriter(c)}
+}
+
+// maxToolBlocks bounds the content-block index → tool-call index table.
+const maxToolBlocks = 1024
+
+// anthropicStream translates Messages SSE events into chat.completion.chunk
+// frames, one event at a time: nothing is held back beyond the event being
+// read. Not safe for concurrent use.
+type anthropicStream struct {
+	cw    chunkWriter
+	sse   sseReader
+	tools []int16 // content block index → tool call index, -1 = not a tool
+	ntool int
+	usage usage
+	done  bool
+}
+
+// Next implements StreamDecoder.
+func (d *anthropicStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
+	if d.done {
+		return dst, io.EOF
+	}
+	start := len(dst)
+	for {
+		data, err := d.sse.next(r)
+		if err == io.EOF {
+			return dst, truncatedStream()
+		}
+		if err != nil {
+			return dst, err
+		}
+		if dst, err = d.event(dst, data); err != nil || len(dst) > start {
+			return dst, err
+		}
+	}
+}
+
+// event translates one event's data into zero or more frames.
+func (d *anthropicStream) event(dst, data []byte) ([]byte, error) {
+	p := chatParsers.Get()
+	defer chatParsers.Put(p)
+	v, err := p.ParseBytes(data)
+	if err != nil {
+		return dst, &StreamError{Class: ClassTransport, Status: 502,
+			Body: AppendError(nil, "malformed event in the upstream stream", TypeUpstream, CodeUpstreamError)}
+	}
+	typ, _ := jsonStr(v.Get("type"))
+	switch typ {
+	case "message_start":
+		m := v.Get("message")
+		id, _ := jsonStr(m.Get("id"))
+		d.cw.id = strings.Clone(id)
+		d.usage = anthropicUsage(m.Get("usage"))
+		d.usage.completion = 0 // counted by message_delta
+		return d.cw.role(dst), nil
+	case "content_block_start":
+		cb := v.Get("content_block")
+		switch t, _ := jsonStr(cb.Get("type")); t {
+		case "text":
+			if s, _ := jsonStr(cb.Get("text")); s != "" {
+				return d.cw.text(dst, s), nil
+			}
+		case "tool_use":
+			idx := v.GetInt("index")
+			if idx < 0 || idx >= maxToolBlocks {
+				return dst, nil
+			}
+			for len(d.tools) <= idx {
+				d.tools = append(d.tools, -1)
+			}
+			d.tools[idx] = int16(d.ntool)
+			d.ntool++
+			id, _ := jsonStr(cb.Get("id"))
+			name, _ := jsonStr(cb.Get("name"))
+			return d.cw.toolStart(dst, int(d.tools[idx]), id, name), nil
+		}
+	case "content_block_delta":
+		delta := v.Get("delta")
+		switch t, _ := jsonStr(delta.Get("type")); t {
+		case "text_delta":
+			if s, _ := jsonStr(delta.Get("text")); s != "" {
+				return d.cw.text(dst, s), nil
+			}
+		case "input_json_delta":
+			idx := v.GetInt("index")
+			s, _ := jsonStr(delta.Get("partial_json"))
+			if s != "" && idx >= 0 && idx < len(d.tools) && d.tools[idx] >= 0 {
+				return d.cw.toolArgs(dst, int(d.tools[idx]), s), nil
+			}
+		}
+	case "message_delta":
+		if u := v.Get("usage"); u != nil {
+			d.usage.completion = u.GetInt64("output_tokens")
+			if u.Exists("input_tokens") {
+				cached := d.usage.cached
+				d.usage = anthropicUsage(u)
+				d.usage.cached = max(d.usage.cached, cached)
+			}
+		}
+		stop, _ := jsonStr(v.Get("delta", "stop_reason"))
+		dst = d.cw.finish(dst, finishReason(stop))
+		return d.cw.usage(dst, d.usage), nil
+	case "message_stop":
+		d.done = true
+		return append(dst, doneFrame...), io.EOF
+	case "error":
+		msg, _ := jsonStr(v.Get("error", "message"))
+		etyp, _ := jsonStr(v.Get("error", "type"))
+		if msg == "" {
+			msg = "anthropic stream error " + etyp
+		}
+		status := anthropicErrorStatus(etyp)
+		cl := anthropicClass(status, msg)
+		return dst, &StreamError{Class: cl, Status: status, Body: classEnvelope(cl, msg)}
+	}
+	// ping, content_block_stop, thinking blocks and event types added
+	// after this adapter was written produce nothing.
+	return dst, nil
+}
+
+// sseReader splits a text/event-stream into events and returns each
+// event's data (data lines joined by "\n"). Other fields are ignored: the
+// providers repeat the event name inside the data. Not safe for concurrent
+// use.
+type sseReader struct {
+	line []byte // a line longer than the bufio.Reader's buffer
+	data []byte
+}
+
+// next returns the data of the next event with data. The slice is valid
+// until the next call. At the end of the input it returns io.EOF; an
+// unterminated last event is still delivered first.
+func (s *sseReader) next(r *bufio.Reader) ([]byte, error) {
+	s.data = s.data[:0]
+	hasData := false
+	for {
+		line, err := s.readLine(r)
+		if err != nil {
+			if err == io.EOF && hasData {
+				return s.data, nil
+			}
+			return nil, err
+		}
+		if len(line) == 0 {
+			if hasData {
+				return s.data, nil
+			}
+			continue
+		}
+		if line[0] == ':' {
+			continue // comment
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		if string(field) != "data" {
+			continue
+		}
+		if hasData {
+			s.data = append(s.data, '\n')
+		}
+		s.data = append(s.data, value...)
+		hasData = true
+	}
+}
+
+// readLine returns the next line without its line ending; a final line
+// without one is returned before io.EOF.
+func (s *sseReader) readLine(r *bufio.Reader) ([]byte, error) {
+	s.line = s.line[:0]
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			s.line = append(s.line, chunk...)
+			continue
+		}
+		line := chunk
+		if len(s.line) > 0 {
+			s.line = append(s.line, chunk...)
+			line = s.line
+		}
+		if err != nil && (err != io.EOF || len(line) == 0) {
+			return nil, err
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		return bytes.TrimSuffix(line, []byte("\r")), nil
+	}
+}

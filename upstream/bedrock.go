@@ -1,0 +1,488 @@
+package upstream
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/router"
+)
+
+func init() {
+	adapterFactories[config.ProviderBedrock] = newBedrockAdapter
+}
+
+// bedrockAdapter translates OpenAI chat completions to Bedrock's Converse
+// API (POST {base_url}/model/{modelId}/converse, /converse-stream) and back.
+// Safe for concurrent use.
+type bedrockAdapter struct {
+	// now is the signing clock; nil = time.Now. Tests fix it.
+	now func() time.Time
+}
+
+func newBedrockAdapter() Adapter { return bedrockAdapter{} }
+
+// sigv4 signs Bedrock requests; the SDK signer is safe for concurrent use
+// and caches derived signing keys.
+var sigv4 = v4.NewSigner()
+
+// Surfaces reports chat only.
+func (bedrockAdapter) Surfaces() router.SurfaceSet { return 1 << router.SurfaceChat }
+
+// BuildRequest translates the chat body into a Converse request and adds
+// the credential: a Bedrock API key as a bearer token, else a SigV4
+// signature (service bedrock) when AWS keys are set.
+func (a bedrockAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, upstreamModel []byte) error {
+	if c.Surface != router.SurfaceChat {
+		return errNotChat
+	}
+	body, err := bedrockRequestBody(req.SwapBody(nil)[:0], c)
+	req.SwapBody(body)
+	if err != nil {
+		return err
+	}
+	op := "/converse"
+	if c.Stream {
+		op = "/converse-stream"
+	}
+	// Model ids hold ':' and, for inference profile ARNs, '/': escaped, and
+	// kept escaped on the wire (fasthttp would otherwise normalize the path).
+	escaped := "/model/" + url.PathEscape(b2s(upstreamModel)) + op
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.SetRequestURI(ep.BaseURL + escaped)
+	req.URI().DisablePathNormalizing = true
+	req.Header.SetContentType("application/json")
+	switch {
+	case ep.APIKey != "":
+		req.Header.Set("Authorization", "Bearer "+ep.APIKey)
+	case ep.AWSAccessKeyID != "":
+		return a.sign(req, ep, body)
+	}
+	return nil
+}
+
+// sign adds the SigV4 headers. The SDK signer takes a net/http request:
+// one is built with exactly what fasthttp will send (host, escaped path,
+// content type and length) and the resulting headers are copied over.
+func (a bedrockAdapter) sign(req *fasthttp.Request, ep *Endpoint, body []byte) error {
+	u := req.URI()
+	path, err := url.PathUnescape(b2s(u.PathOriginal()))
+	if err != nil {
+		return err
+	}
+	hr := &http.Request{
+		Method: http.MethodPost,
+		URL: &url.URL{Scheme: string(u.Scheme()), Host: string(u.Host()),
+			Path: path, RawPath: string(u.PathOriginal())},
+		Host:          string(u.Host()),
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		ContentLength: int64(len(body)),
+	}
+	sum := sha256.Sum256(body)
+	now := time.Now
+	if a.now != nil {
+		now = a.now
+	}
+	creds := aws.Credentials{AccessKeyID: ep.AWSAccessKeyID,
+		SecretAccessKey: ep.AWSSecretAccessKey, SessionToken: ep.AWSSessionToken}
+	if err := sigv4.SignHTTP(context.Background(), creds, hr, hex.EncodeToString(sum[:]),
+		"bedrock", ep.Region, now()); err != nil {
+		return err
+	}
+	for _, k := range [...]string{"Authorization", "X-Amz-Date", "X-Amz-Security-Token"} {
+		if v := hr.Header.Get(k); v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	return nil
+}
+
+// bedrockRequestBody appends the Converse request for c to dst (the model
+// id is in the path, not the body).
+func bedrockRequestBody(dst []byte, c *Call) ([]byte, error) {
+	p := chatParsers.Get()
+	defer chatParsers.Put(p)
+	root, cp, err := parseChatRequest(p, c.Body)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, `{"inferenceConfig":{"maxTokens":`...)
+	if cp.maxTokens != nil {
+		dst = cp.maxTokens.MarshalTo(dst)
+	} else {
+		dst = strconv.AppendInt(dst, defaultMaxTokens, 10)
+	}
+	if cp.temperature != nil {
+		dst = append(dst, `,"temperature":`...)
+		dst = cp.temperature.MarshalTo(dst)
+	}
+	if cp.topP != nil {
+		dst = append(dst, `,"topP":`...)
+		dst = cp.topP.MarshalTo(dst)
+	}
+	if len(cp.stop) > 0 {
+		dst = append(dst, `,"stopSequences":[`...)
+		for i, s := range cp.stop {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONValue(dst, s)
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, '}')
+
+	msgs, _ := root.Get("messages").Array()
+	nsys := 0
+	for _, m := range msgs {
+		role, _ := jsonStr(m.Get("role"))
+		if role != "system" && role != "developer" {
+			continue
+		}
+		text, err := contentText(nil, m.Get("content"), "\n")
+		if err != nil {
+			return dst, err
+		}
+		if len(text) == 0 {
+			continue
+		}
+		if nsys == 0 {
+			dst = append(dst, `,"system":[`...)
+		} else {
+			dst = append(dst, ',')
+		}
+		nsys++
+		dst = append(dst, `{"text":`...)
+		dst = AppendJSONString(dst, b2s(text))
+		dst = append(dst, '}')
+	}
+	if nsys > 0 {
+		dst = append(dst, ']')
+	}
+
+	dst = append(dst, `,"messages":[`...)
+	w := msgWriter{dst: dst}
+	argParser := chatParsers.Get()
+	defer chatParsers.Put(argParser)
+	toolHistory := false
+	for _, m := range msgs {
+		role, _ := jsonStr(m.Get("role"))
+		switch role {
+		case "system", "developer":
+		case "user":
+			err = bedrockUserContent(&w, m.Get("content"))
+		case "assistant":
+			var calls bool
+			calls, err = bedrockAssistant(&w, argParser, m)
+			toolHistory = toolHistory || calls
+		case "tool":
+			toolHistory = true
+			err = bedrockToolResult(&w, m)
+		default:
+			err = badRequest("unsupported message role " + strconv.Quote(role))
+		}
+		if err != nil {
+			return w.dst, err
+		}
+	}
+	w.close()
+	dst = append(w.dst, ']')
+	if dst, err = bedrockToolConfig(dst, root, toolHistory); err != nil {
+		return dst, err
+	}
+	return append(dst, '}'), nil
+}
+
+// bedrockToolConfig appends toolConfig. Converse has no "none" choice: the
+// tools are then left out, unless the conversation already holds tool
+// calls (Converse refuses toolUse blocks without a toolConfig), in which
+// case they are sent without a toolChoice.
+func bedrockToolConfig(dst []byte, root *fastjson.Value, toolHistory bool) ([]byte, error) {
+	tc, err := parseToolChoice(root)
+	if err != nil {
+		return dst, err
+	}
+	if tc.mode == "none" && !toolHistory {
+		return dst, forEachTool(root, func(chatTool) {})
+	}
+	n := 0
+	err = forEachTool(root, func(t chatTool) {
+		if n == 0 {
+			dst = append(dst, `,"toolConfig":{"tools":[`...)
+		} else {
+			dst = append(dst, ',')
+		}
+		n++
+		dst = append(dst, `{"toolSpec":{"name":`...)
+		dst = AppendJSONString(dst, t.name)
+		if t.description != "" {
+			dst = append(dst, `,"description":`...)
+			dst = AppendJSONString(dst, t.description)
+		}
+		dst = append(dst, `,"inputSchema":{"json":`...)
+		if t.parameters != nil {
+			dst = appendJSONValue(dst, t.parameters)
+		} else {
+			dst = append(dst, `{"type":"object"}`...)
+		}
+		dst = append(dst, "}}}"...)
+	})
+	if err != nil || n == 0 {
+		return dst, err
+	}
+	dst = append(dst, ']')
+	switch tc.mode {
+	case "auto":
+		dst = append(dst, `,"toolChoice":{"auto":{}}`...)
+	case "required":
+		dst = append(dst, `,"toolChoice":{"any":{}}`...)
+	case "function":
+		dst = append(dst, `,"toolChoice":{"tool":{"name":`...)
+		dst = AppendJSONString(dst, tc.name)
+		dst = append(dst, "}}"...)
+	}
+	return append(dst, '}'), nil
+}
+
+// bedrockImageFormats are the image formats Converse accepts.
+var bedrockImageFormats = map[string]string{"image/png": "png", "image/jpeg": "jpeg",
+	"image/jpg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+
+func bedrockUserContent(w *msgWriter, content *fastjson.Value) error {
+	if content == nil || content.Type() == fastjson.TypeNull {
+		return badRequest("user messages need content")
+	}
+	if s, ok := jsonStr(content); ok {
+		bedrockText(w, "user", s)
+		return nil
+	}
+	parts, err := content.Array()
+	if err != nil {
+		return badRequest("message content must be a string or an array of parts")
+	}
+	for _, p := range parts {
+		typ, _ := jsonStr(p.Get("type"))
+		switch typ {
+		case "text":
+			s, ok := jsonStr(p.Get("text"))
+			if !ok {
+				return badRequest("text parts need a string text")
+			}
+			bedrockText(w, "user", s)
+		case "image_url":
+			img, err := parseImageURL(p)
+			if err != nil {
+				return err
+			}
+			if img.url != "" {
+				return badRequest("bedrock takes images as data: URLs only, not http(s) URLs")
+			}
+			format, ok := bedrockImageFormats[img.mediaType]
+			if !ok {
+				return badRequest("bedrock takes png, jpeg, gif and webp images only")
+			}
+			w.block("user")
+			w.dst = append(w.dst, `{"image":{"format":"`...)
+			w.dst = append(w.dst, format...)
+			w.dst = append(w.dst, `","source":{"bytes":`...)
+			w.dst = AppendJSONString(w.dst, img.data)
+			w.dst = append(w.dst, "}}}"...)
+		default:
+			return badRequest("content part type " + strconv.Quote(typ) + " is not supported by this provider")
+		}
+	}
+	return nil
+}
+
+// bedrockText appends a text block; empty text is dropped (Converse
+// refuses blank text blocks).
+func bedrockText(w *msgWriter, role, s string) {
+	if s == "" {
+		return
+	}
+	w.block(role)
+	w.dst = append(w.dst, `{"text":`...)
+	w.dst = AppendJSONString(w.dst, s)
+	w.dst = append(w.dst, '}')
+}
+
+func bedrockAssistant(w *msgWriter, argParser *fastjson.Parser, m *fastjson.Value) (bool, error) {
+	content := m.Get("content")
+	if s, ok := jsonStr(content); ok {
+		bedrockText(w, "assistant", s)
+	} else if content != nil && content.Type() == fastjson.TypeArray {
+		parts, _ := content.Array()
+		for _, p := range parts {
+			switch typ, _ := jsonStr(p.Get("type")); typ {
+			case "text":
+				s, _ := jsonStr(p.Get("text"))
+				bedrockText(w, "assistant", s)
+			case "refusal":
+			default:
+				return false, badRequest("assistant content part type " + strconv.Quote(typ) + " is not supported")
+			}
+		}
+	}
+	calls := m.Get("tool_calls")
+	if calls == nil || calls.Type() == fastjson.TypeNull {
+		return false, nil
+	}
+	arr, err := calls.Array()
+	if err != nil {
+		return false, badRequest("tool_calls must be an array")
+	}
+	for _, tc := range arr {
+		id, _ := jsonStr(tc.Get("id"))
+		name, _ := jsonStr(tc.Get("function", "name"))
+		if id == "" || name == "" {
+			return false, badRequest("tool_calls[] need an id and a function name")
+		}
+		args, err := toolArguments(argParser, tc)
+		if err != nil {
+			return false, err
+		}
+		w.block("assistant")
+		w.dst = append(w.dst, `{"toolUse":{"toolUseId":`...)
+		w.dst = AppendJSONString(w.dst, id)
+		w.dst = append(w.dst, `,"name":`...)
+		w.dst = AppendJSONString(w.dst, name)
+		w.dst = append(w.dst, `,"input":`...)
+		w.dst = append(w.dst, args...) // checked to be a JSON object
+		w.dst = append(w.dst, "}}"...)
+	}
+	return len(arr) > 0, nil
+}
+
+func bedrockToolResult(w *msgWriter, m *fastjson.Value) error {
+	id, ok := jsonStr(m.Get("tool_call_id"))
+	if !ok || id == "" {
+		return badRequest("tool messages need a tool_call_id")
+	}
+	text, err := contentText(nil, m.Get("content"), "\n")
+	if err != nil {
+		return err
+	}
+	w.block("user")
+	w.dst = append(w.dst, `{"toolResult":{"toolUseId":`...)
+	w.dst = AppendJSONString(w.dst, id)
+	w.dst = append(w.dst, `,"content":[{"text":`...)
+	w.dst = AppendJSONString(w.dst, b2s(text))
+	w.dst = append(w.dst, `}]}}`...)
+	return nil
+}
+
+// TranslateResponse turns a Converse response into a chat.completion.
+func (bedrockAdapter) TranslateResponse(dst, body []byte, c *Call) ([]byte, error) {
+	p := chatParsers.Get()
+	defer chatParsers.Put(p)
+	v, err := p.ParseBytes(body)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		return dst, errBadUpstreamBody
+	}
+	w := completionWriter{dst: dst}
+	w.begin(newChatID(), c.Model)
+	blocks := v.GetArray("output", "message", "content")
+	for _, b := range blocks {
+		if s, ok := jsonStr(b.Get("text")); ok {
+			w.text = append(w.text, s...)
+			w.hasText = true
+		}
+	}
+	for _, b := range blocks {
+		if tu := b.Get("toolUse"); tu != nil {
+			id, _ := jsonStr(tu.Get("toolUseId"))
+			name, _ := jsonStr(tu.Get("name"))
+			w.toolCall(id, name, tu.Get("input"))
+		}
+	}
+	stop, _ := jsonStr(v.Get("stopReason"))
+	return w.end(finishReason(stop), bedrockUsage(v.Get("usage"))), nil
+}
+
+// bedrockUsage reads a Converse usage object. inputTokens excludes cached
+// tokens; OpenAI's prompt_tokens includes them.
+func bedrockUsage(u *fastjson.Value) usage {
+	if u == nil {
+		return usage{}
+	}
+	cached := u.GetInt64("cacheReadInputTokens")
+	return usage{
+		prompt:     u.GetInt64("inputTokens") + u.GetInt64("cacheWriteInputTokens") + cached,
+		completion: u.GetInt64("outputTokens"),
+		cached:     cached,
+	}
+}
+
+// ClassifyError reads the error type from the x-amzn-ErrorType header (or
+// the body's __type) and the message from the body.
+func (bedrockAdapter) ClassifyError(status int, h *fasthttp.ResponseHeader, body []byte) (Class, []byte) {
+	p := chatParsers.Get()
+	defer chatParsers.Put(p)
+	var typ, msg string
+	if h != nil {
+		typ = b2s(h.Peek("X-Amzn-Errortype"))
+	}
+	if v, err := p.ParseBytes(body); err == nil {
+		if typ == "" {
+			typ, _ = jsonStr(v.Get("__type"))
+		}
+		if msg, _ = jsonStr(v.Get("message")); msg == "" {
+			msg, _ = jsonStr(v.Get("Message"))
+		}
+	}
+	// "ValidationException:http://internal.amazon.com/..." and
+	// "com.amazon.coral#ValidationException" both name ValidationException.
+	typ, _, _ = strings.Cut(typ, ":")
+	if i := strings.LastIndexByte(typ, '#'); i >= 0 {
+		typ = typ[i+1:]
+	}
+	if msg == "" {
+		msg = "bedrock answered HTTP " + strconv.Itoa(status)
+		if typ != "" {
+			msg += " " + typ
+		}
+	}
+	cl := bedrockClass(status, typ, msg)
+	return cl, classEnvelope(cl, msg)
+}
+
+// bedrockClass classifies a Bedrock error by its exception type (either
+// case of the first letter: HTTP errors say ThrottlingException, stream
+// exceptions throttlingException), falling back to the status.
+func bedrockClass(status int, typ, msg string) Class {
+	if containsFold(msg, "input is too long") || containsFold(msg, "too many input tokens") {
+		if status == 400 || status == 413 || strings.EqualFold(typ, "ValidationException") {
+			return ClassContextLength
+		}
+	}
+	switch strings.ToLower(typ) {
+	case "throttlingexception", "toomanyrequestsexception":
+		return ClassRateLimited
+	case "accessdeniedexception", "unrecognizedclientexception", "expiredtokenexception",
+		"invalidsignatureexception", "incompletesignatureexception", "missingauthenticationtokenexception":
+		return ClassAuth
+	case "serviceunavailableexception", "internalserverexception", "modelnotreadyexception",
+		"modeltimeoutexception", "modelstreamerrorexception", "modelerrorexception":
+		return ClassServer
+	}
+	switch {
+	case status == 429:
+		return ClassRateLimited
+	case status == 408 || status >= 500:
+		return ClassServer
+	case status == 401 || status == 403:
+		return ClassAuth
+	}
+	return ClassClient
+}
