@@ -314,7 +314,9 @@ func (d *decoder) fields(n ast.Node, path, what string, keys ...string) map[stri
 	if n == nil {
 		return out
 	}
-	d.pos[path] = nodePos(n)
+	if _, ok := d.pos[path]; !ok {
+		d.pos[path] = nodePos(n)
+	}
 	r, _ := d.resolve(n, path)
 	if r == nil || isNull(r) {
 		return out
@@ -335,8 +337,22 @@ func (d *decoder) fields(n ast.Node, path, what string, keys ...string) map[stri
 			continue
 		}
 		sub := join(path, e.key)
+		// A scalar or flow value is located at the value; a block mapping or
+		// list, null and an alias at the key, where a reader looks for them.
 		vp := nodePos(e.val)
-		if isNull(e.val) || vp.line == 0 {
+		switch v := e.val.(type) {
+		case *ast.MappingNode:
+			if !v.IsFlowStyle {
+				vp = e.keyPos
+			}
+		case *ast.SequenceNode:
+			if !v.IsFlowStyle {
+				vp = e.keyPos
+			}
+		case *ast.NullNode, *ast.AliasNode, *ast.AnchorNode:
+			vp = e.keyPos
+		}
+		if vp.line == 0 {
 			vp = e.keyPos
 		}
 		d.pos[sub] = vp
@@ -593,7 +609,6 @@ func (d *decoder) setStrMap(m map[string]ast.Node, path, key string, dst *map[st
 	if n == nil {
 		return
 	}
-	d.pos[p] = nodePos(n)
 	r, _ := d.resolve(n, p)
 	if r == nil || isNull(r) {
 		return
