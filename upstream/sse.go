@@ -2,13 +2,132 @@ package upstream
 
 import (
 	"bufio"
+	"bytes"
+	"io"
+	"strconv"
+
+	"github.com/valyala/fastjson"
 )
 
 // sseDecoder relays an OpenAI-compatible SSE stream event by event, byte
-// for byte.
+// for byte (line endings included). Events without a data line (comments
+// such as ": keep-alive", or a lone "event:" line) are dropped: they carry
+// nothing for the client and, before the commit, must not count as the
+// stream's first byte. A read error other than a clean EOF (a deadline, a
+// reset connection) is returned as is, so the walk can tell a timeout from a
+// transport failure.
 type sseDecoder struct{}
+
+var (
+	sseDoneFrame  = []byte("data: [DONE]\n\n")
+	sseDonePrefix = []byte("[DONE]")
+)
 
 // Next implements StreamDecoder.
 func (d *sseDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
-	panic("not implemented yet")
+	evStart := len(dst)
+	dataAt, dataEnd := -1, -1 // first data payload, as offsets into dst
+	for {
+		lineStart := len(dst)
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = r.ReadSlice('\n')
+			dst = append(dst, chunk...)
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if err != nil {
+			dst = dst[:evStart]
+			if err == io.EOF {
+				return dst, &StreamError{Class: ClassTransport, Status: 502,
+					Body: AppendError(nil, "upstream stream ended before [DONE]", TypeUpstream, CodeUpstreamError)}
+			}
+			return dst, err
+		}
+		line := dst[lineStart:]
+		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') {
+			// Blank line: end of event.
+			if dataAt < 0 {
+				dst = dst[:evStart] // no data: drop it
+				continue
+			}
+			payload := dst[dataAt:dataEnd]
+			if bytes.HasPrefix(payload, sseDonePrefix) && len(bytes.TrimSpace(payload)) == len(sseDonePrefix) {
+				return append(dst[:evStart], sseDoneFrame...), io.EOF
+			}
+			if se := errorEvent(payload); se != nil {
+				return dst[:evStart], se
+			}
+			return dst, nil
+		}
+		if dataAt < 0 && bytes.HasPrefix(line, sseDataField) {
+			dataAt = lineStart + len(sseDataField)
+			if dataAt < len(dst) && dst[dataAt] == ' ' {
+				dataAt++
+			}
+			dataEnd = len(dst)
+			for dataEnd > dataAt && (dst[dataEnd-1] == '\n' || dst[dataEnd-1] == '\r') {
+				dataEnd--
+			}
+		}
+	}
+}
+
+var sseDataField = []byte("data:")
+
+// errorEvent returns the StreamError of an SSE data payload that is an
+// error object ({"error":...}), or nil.
+func errorEvent(payload []byte) *StreamError {
+	t := bytes.TrimLeft(payload, " \t")
+	if len(t) == 0 || t[0] != '{' || !bytes.Contains(t, []byte(`"error"`)) {
+		return nil // fast path: an ordinary chunk
+	}
+	p := parserPool.Get()
+	defer parserPool.Put(p)
+	v, err := p.ParseBytes(t)
+	if err != nil {
+		return nil
+	}
+	e := v.Get("error")
+	if e == nil || e.Type() == fastjson.TypeNull {
+		return nil
+	}
+	status, class := 500, ClassServer
+	var code []byte
+	if e.Type() == fastjson.TypeObject {
+		if c := e.Get("code"); c != nil {
+			switch c.Type() {
+			case fastjson.TypeNumber:
+				if n := c.GetInt(); n >= 400 && n <= 599 {
+					status = n
+					class = classifyStatus(n)
+				}
+			case fastjson.TypeString:
+				code = c.GetStringBytes()
+				if n, err := strconv.Atoi(string(code)); err == nil && n >= 400 && n <= 599 {
+					status = n
+					class = classifyStatus(n)
+				}
+			}
+		}
+	}
+	switch string(code) {
+	case "context_length_exceeded":
+		status, class = 400, ClassContextLength
+	case "rate_limit_exceeded":
+		status, class = 429, ClassRateLimited
+	}
+	var body []byte
+	if e.Type() == fastjson.TypeObject {
+		body = append(body, t...)
+	} else {
+		msg := "upstream stream error"
+		if e.Type() == fastjson.TypeString {
+			msg = string(e.GetStringBytes())
+		}
+		body = AppendError(nil, msg, TypeUpstream, CodeUpstreamError)
+	}
+	return &StreamError{Class: class, Status: status, Body: body}
 }

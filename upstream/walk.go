@@ -1,6 +1,12 @@
 package upstream
 
 import (
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -103,5 +109,337 @@ func (NopObserver) StreamEnd(Result, time.Duration) {}
 // slot and the breaker ticket until it ends. call.Body and call.Model must
 // stay valid until Walk returns; Walk keeps nothing of them afterwards.
 func Walk(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline time.Time, obs Observer) Result {
-	panic("not implemented yet")
+	return walkWith(rc, call, chain, deadline, obs, realClock)
 }
+
+// clock is the walk's view of time; tests replace sleep to observe backoff.
+type clock struct {
+	now   func() time.Time
+	sleep func(time.Duration)
+	// jitter returns a uniform duration in [0, d).
+	jitter func(d time.Duration) time.Duration
+}
+
+var realClock = &clock{
+	now:   time.Now,
+	sleep: time.Sleep,
+	jitter: func(d time.Duration) time.Duration {
+		if d <= 0 {
+			return 0
+		}
+		return time.Duration(rand.Int64N(int64(d)))
+	},
+}
+
+// outcome is one member's (or attempt's) failure, kept until the walk ends.
+type outcome struct {
+	class  Class
+	status int
+	// envelope is the client-facing error body for ClassClient and
+	// ClassContextLength (owned copy).
+	envelope []byte
+	// retryAfter is the upstream's Retry-After value (owned copy), if any.
+	retryAfter []byte
+}
+
+type walk struct {
+	rc       *fasthttp.RequestCtx
+	call     *Call
+	deadline time.Time
+	obs      Observer
+	clk      *clock
+	start    time.Time
+	res      Result
+	last     outcome
+	// minPark is the shortest remaining park among parked members skipped.
+	minPark time.Duration
+}
+
+func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline time.Time, obs Observer, clk *clock) Result {
+	if obs == nil {
+		obs = NopObserver{}
+	}
+	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: clk.now(), minPark: -1}
+	w.last.class = ClassCircuitOpen // an empty chain answers 503, like all-open
+	for i, t := range chain {
+		if i > 0 {
+			w.res.Failovers++
+			obs.Failover(chain[i-1], w.last.class)
+		}
+		w.res.Target = t
+		if w.member(t) {
+			return w.res
+		}
+		if !w.last.class.Failover() || !w.clk.now().Before(deadline) {
+			break // a client error, or the request deadline passed
+		}
+	}
+	w.fail()
+	return w.res
+}
+
+// member walks one chain member. It returns true when the walk is over and
+// the answer written (a success or a committed stream); false when
+// w.last holds the member's failure.
+func (w *walk) member(t *Target) bool {
+	now := w.clk.now()
+	if !now.Before(w.deadline) {
+		w.last = outcome{class: ClassTimeout}
+		return false
+	}
+	if p := t.Park(); p.Parked(now) {
+		w.obs.Skip(t, ClassParked)
+		if r := p.Remaining(now); w.minPark < 0 || r < w.minPark {
+			w.minPark = r
+		}
+		w.last = outcome{class: ClassParked}
+		return false
+	}
+	br := t.Breaker()
+	ticket, ok := br.Allow(now)
+	if !ok {
+		w.obs.Skip(t, ClassCircuitOpen)
+		w.last = outcome{class: ClassCircuitOpen}
+		return false
+	}
+	lim := t.Limiter()
+	if ok, class := lim.Acquire(w.deadline, nil); !ok {
+		br.Done(ticket, class, now) // neutral: frees a half-open probe slot
+		if class == ClassSaturated {
+			w.obs.Skip(t, class)
+		}
+		w.last = outcome{class: class}
+		return false
+	}
+	// The slot is held across this member's retries and backoffs.
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			if ticket, ok = br.Allow(w.clk.now()); !ok {
+				break // opened by our own failures: keep the last failure
+			}
+		}
+		o, committed := w.attempt(t, ticket)
+		if committed {
+			return true // the stream writer releases the slot
+		}
+		if o.class == ClassOK {
+			lim.Release()
+			return true
+		}
+		w.last = o
+		if o.class == ClassRateLimited {
+			t.Park().ParkUntil(w.clk.now().Add(ParkDuration(o.retryAfter, w.clk.now())))
+			break
+		}
+		if attempt >= t.Retry.Attempts || !w.retryable(t, o) {
+			break
+		}
+		backoff := w.clk.jitter(t.Retry.InitialBackoff << min(attempt-1, 20))
+		if d, ok := ParseRetryAfter(o.retryAfter, w.clk.now()); ok {
+			backoff = min(d, MaxRetryAfterBackoff)
+		}
+		if !w.clk.now().Add(backoff).Before(w.deadline) {
+			break // the request deadline comes first: no point sleeping
+		}
+		w.clk.sleep(backoff)
+	}
+	lim.Release()
+	return false
+}
+
+// retryable reports whether o may be retried on the same member.
+func (w *walk) retryable(t *Target, o outcome) bool {
+	switch o.class {
+	case ClassTransport:
+		return true
+	case ClassTimeout:
+		// An attempt timeout retries; a request timeout cannot.
+		return w.clk.now().Before(w.deadline)
+	case ClassServer:
+		return t.Retry.RetryableStatus(o.status)
+	}
+	// 429 parks and moves on; context-length and other 4xx are
+	// deterministic: asking again gives the same answer.
+	return false
+}
+
+var headerRequestID = []byte("X-Request-Id")
+
+// attempt makes one upstream call. For a success it writes the answer
+// (committed reports a stream handed to the stream writer, which then owns
+// the slot and the ticket); otherwise it reports the breaker outcome and
+// returns the failure.
+func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer func() {
+		if !committed {
+			fasthttp.ReleaseResponse(resp)
+		}
+	}()
+	model := t.UpstreamModel(w.call.Model)
+	if err := t.Adapter.BuildRequest(req, &t.Endpoint, w.call, model); err != nil {
+		fasthttp.ReleaseRequest(req)
+		// Not an upstream call: the request cannot be expressed for this
+		// provider. A client error, neutral for the breaker.
+		t.Breaker().Done(ticket, ClassClient, w.clk.now())
+		return outcome{class: ClassClient, status: fasthttp.StatusBadRequest,
+			envelope: AppendError(nil, err.Error(), TypeInvalidRequest, CodeInvalidRequest)}, false
+	}
+	// Only the request id passes from the client; BuildRequest set
+	// everything else, so the client's Authorization, X-Gateway-Metadata and
+	// hop-by-hop headers never reach the upstream.
+	if id := w.rc.Response.Header.PeekBytes(headerRequestID); len(id) > 0 {
+		req.Header.SetBytesKV(headerRequestID, id)
+	} else if id := w.rc.Request.Header.PeekBytes(headerRequestID); len(id) > 0 {
+		req.Header.SetBytesKV(headerRequestID, id)
+	}
+	if w.call.Stream {
+		resp.StreamBody = true
+	}
+	t0 := w.clk.now()
+	attemptDeadline := t0.Add(t.Timeout)
+	if w.deadline.Before(attemptDeadline) {
+		attemptDeadline = w.deadline
+	}
+	w.res.Attempts++
+	err := t.client().DoDeadline(req, resp, attemptDeadline)
+	fasthttp.ReleaseRequest(req) // written: the body is not needed any more
+	if err != nil {
+		o = outcome{class: errClass(err)}
+		w.done(t, ticket, o, t0)
+		return o, false
+	}
+	status := resp.StatusCode()
+	if status < 200 || status > 299 {
+		body := errorBody(resp)
+		class, env := t.Adapter.ClassifyError(status, &resp.Header, body)
+		o = outcome{class: class, status: status}
+		if class == ClassClient || class == ClassContextLength {
+			o.envelope = append([]byte(nil), env...)
+		}
+		if ra := resp.Header.Peek(fasthttp.HeaderRetryAfter); len(ra) > 0 {
+			o.retryAfter = append([]byte(nil), ra...)
+		}
+		if w.call.Stream {
+			resp.CloseBodyStream() //nolint:errcheck // read what we needed; the conn is discarded if unread
+		}
+		w.done(t, ticket, o, t0)
+		return o, false
+	}
+	if w.call.Stream {
+		return w.stream(t, ticket, resp, t0)
+	}
+	w.res.TTFB = w.clk.now().Sub(w.start)
+	out, err := t.Adapter.TranslateResponse(w.rc.Response.Body()[:0], resp.Body(), w.call)
+	if err != nil {
+		// A 2xx the adapter cannot read: the upstream broke the protocol.
+		o = outcome{class: ClassTransport}
+		w.done(t, ticket, o, t0)
+		return o, false
+	}
+	w.done(t, ticket, outcome{class: ClassOK, status: status}, t0)
+	w.rc.Response.SwapBody(out)
+	w.rc.SetStatusCode(status)
+	w.rc.SetContentType("application/json")
+	w.res.Status, w.res.Class = status, ClassOK
+	w.headers(t)
+	return outcome{class: ClassOK, status: status}, false
+}
+
+// done reports an attempt's outcome to the breaker and the observer.
+func (w *walk) done(t *Target, ticket Ticket, o outcome, t0 time.Time) {
+	now := w.clk.now()
+	t.Breaker().Done(ticket, o.class, now)
+	w.obs.Attempt(t, o.class, o.status, now.Sub(t0))
+}
+
+// maxErrorBody caps how much of an error answer is read.
+const maxErrorBody = 1 << 20
+
+// errorBody returns the body of a non-2xx answer (at most maxErrorBody
+// bytes when streamed).
+func errorBody(resp *fasthttp.Response) []byte {
+	s := resp.BodyStream()
+	if s == nil {
+		return resp.Body()
+	}
+	b, _ := io.ReadAll(io.LimitReader(s, maxErrorBody))
+	return b
+}
+
+// errClass classifies a client error from fasthttp.
+func errClass(err error) Class {
+	if errors.Is(err, fasthttp.ErrDialTimeout) {
+		return ClassTransport // connect failure: 502, not 504
+	}
+	var ne net.Error
+	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout()) {
+		return ClassTimeout
+	}
+	return ClassTransport
+}
+
+// headers sets the X-Gateway-* response headers for the last member.
+func (w *walk) headers(t *Target) {
+	h := &w.rc.Response.Header
+	h.Set(HeaderTarget, t.Name)
+	h.Set(HeaderProvider, t.Provider)
+	h.SetBytesV(HeaderModel, t.UpstreamModel(w.call.Model))
+	var buf [20]byte
+	h.SetBytesV(HeaderAttempts, strconv.AppendInt(buf[:0], int64(w.res.Attempts), 10))
+}
+
+// fail writes the final error of a walk that found no answer (SPEC §5).
+func (w *walk) fail() {
+	o := w.last
+	rc := w.rc
+	status := fasthttp.StatusBadGateway
+	var body []byte
+	switch o.class {
+	case ClassCircuitOpen:
+		status = fasthttp.StatusServiceUnavailable
+		body = AppendError(nil, "no upstream available: every candidate's circuit is open", TypeUpstream, CodeUpstreamUnavailable)
+	case ClassSaturated:
+		status = fasthttp.StatusTooManyRequests
+		rc.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+		body = AppendError(nil, "upstream saturated: concurrency queue full", TypeRateLimit, CodeProviderSaturated)
+	case ClassRateLimited, ClassParked:
+		status = fasthttp.StatusTooManyRequests
+		switch {
+		case len(o.retryAfter) > 0:
+			rc.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, o.retryAfter)
+		case o.class == ClassParked && w.minPark >= 0:
+			secs := int64((w.minPark + time.Second - 1) / time.Second)
+			rc.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, strconv.AppendInt(nil, max(secs, 1), 10))
+		default:
+			rc.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, strconv.AppendInt(nil, int64(DefaultPark/time.Second), 10))
+		}
+		body = AppendError(nil, "upstream rate limit exceeded", TypeRateLimit, CodeRateLimitExceeded)
+	case ClassClient, ClassContextLength:
+		status = o.status
+		body = o.envelope
+	case ClassAuth:
+		body = AppendError(nil, "upstream rejected the gateway's credentials", TypeUpstream, CodeUpstreamAuth)
+	case ClassTimeout:
+		status = fasthttp.StatusGatewayTimeout
+		body = AppendError(nil, "upstream timed out", TypeUpstream, CodeGatewayTimeout)
+	case ClassCanceled:
+		status = statusClientClosed
+		body = AppendError(nil, "client closed the request", TypeInvalidRequest, CodeInvalidRequest)
+	default: // ClassServer, ClassTransport
+		body = AppendError(nil, "upstream failed", TypeUpstream, CodeUpstreamError)
+	}
+	rc.SetStatusCode(status)
+	rc.SetContentType("application/json")
+	rc.SetBody(body)
+	w.res.Status, w.res.Class = status, o.class
+	if w.res.Target != nil {
+		w.headers(w.res.Target)
+	}
+}
+
+// statusClientClosed is logged for a client that went away (nginx's 499);
+// nobody receives it.
+const statusClientClosed = 499

@@ -1,0 +1,126 @@
+package upstream
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+
+// stream handles a 2xx streaming answer: it reads the first event before
+// anything reaches the client (a failure there is an ordinary, failover-safe
+// attempt failure), then commits and hands the rest to a stream writer that
+// relays event by event. After the commit a failure ends the stream with an
+// SSE error frame and no [DONE]; nothing is retried.
+func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time.Time) (outcome, bool) {
+	dec := t.Adapter.NewStream(w.call)
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(resp.BodyStream())
+	buf := framePool.Get().(*[]byte)
+
+	// Before the commit the attempt deadline set by DoDeadline still bounds
+	// the read.
+	frame, err := dec.Next((*buf)[:0], br)
+	if err != nil && err != io.EOF {
+		o := streamFailure(err)
+		o.status = max(o.status, 0)
+		resp.CloseBodyStream() //nolint:errcheck // discards the connection if unread
+		br.Reset(nil)
+		readerPool.Put(br)
+		*buf = frame[:0]
+		framePool.Put(buf)
+		w.done(t, ticket, o, t0)
+		return o, false
+	}
+	now := w.clk.now()
+	w.res.TTFB = now.Sub(w.start)
+	w.obs.Attempt(t, ClassOK, resp.StatusCode(), now.Sub(t0))
+
+	// Commit.
+	rc := w.rc
+	rc.SetStatusCode(resp.StatusCode())
+	rc.SetContentType("text/event-stream")
+	rc.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
+	w.res.Status, w.res.Class, w.res.Stream = resp.StatusCode(), ClassOK, true
+	w.headers(t)
+
+	res := w.res
+	obs, clk, start := w.obs, w.clk, w.start
+	laddr := resp.LocalAddr()
+	first, firstErr := frame, err
+	rc.SetBodyStreamWriter(func(bw *bufio.Writer) {
+		class := relay(bw, dec, br, first, firstErr, func() {
+			// Between events the silence is bounded by the target timeout.
+			setStreamDeadline(laddr, clk.now().Add(t.Timeout))
+		}, buf)
+		// Closing an unfinished body stream closes the connection, which is
+		// how a client disconnect cancels the upstream request.
+		resp.CloseBodyStream() //nolint:errcheck
+		fasthttp.ReleaseResponse(resp)
+		br.Reset(nil)
+		readerPool.Put(br)
+		framePool.Put(buf)
+		end := clk.now()
+		t.Breaker().Done(ticket, class, end)
+		t.Limiter().Release()
+		res.Class = class
+		obs.StreamEnd(res, end.Sub(start))
+	})
+	return outcome{class: ClassOK}, true
+}
+
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// relay writes the first frame and then every further one, flushing each.
+// It returns the stream's outcome class. buf holds the frame buffer for
+// reuse.
+func relay(bw *bufio.Writer, dec StreamDecoder, br *bufio.Reader, frame []byte, err error, beforeRead func(), buf *[]byte) Class {
+	defer func() { *buf = frame[:0] }()
+	for {
+		if len(frame) > 0 {
+			if _, werr := bw.Write(frame); werr != nil {
+				return ClassCanceled
+			}
+		}
+		if err != nil {
+			if err == io.EOF {
+				if bw.Flush() != nil {
+					return ClassCanceled
+				}
+				return ClassOK
+			}
+			o := streamFailure(err)
+			body := o.envelope
+			bw.WriteString("data: ") //nolint:errcheck // Flush reports it
+			bw.Write(body)           //nolint:errcheck
+			bw.WriteString("\n\n")   //nolint:errcheck
+			if bw.Flush() != nil {
+				return ClassCanceled
+			}
+			return o.class
+		}
+		if bw.Flush() != nil {
+			return ClassCanceled
+		}
+		beforeRead()
+		frame, err = dec.Next(frame[:0], br)
+	}
+}
+
+// streamFailure turns a decoder error into an outcome with its envelope.
+func streamFailure(err error) outcome {
+	var se *StreamError
+	if errors.As(err, &se) {
+		return outcome{class: se.Class, status: se.Status, envelope: se.Body}
+	}
+	class := errClass(err)
+	if class == ClassTimeout {
+		return outcome{class: class, envelope: AppendError(nil, "upstream stream timed out", TypeUpstream, CodeGatewayTimeout)}
+	}
+	return outcome{class: class, envelope: AppendError(nil, "upstream stream failed", TypeUpstream, CodeUpstreamError)}
+}
