@@ -3,7 +3,6 @@ package hotpath
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/valyala/fastjson"
 )
@@ -12,10 +11,9 @@ import (
 // model, user, stream and tools, and nothing else. The body itself is
 // forwarded untouched.
 //
-// A peek is pooled (acquirePeek/releasePeek) and not safe for concurrent use.
-// Model and User point into the peek's parser and are valid until the next
-// parse or until the peek is released; nothing of them is kept after the
-// request.
+// A peek lives in a pooled per-request scratch and is not safe for
+// concurrent use. Model and User point into the peek's parser and are valid
+// until the next parse; nothing of them is kept after the request.
 type peek struct {
 	json fastjson.Parser
 
@@ -34,20 +32,6 @@ type peek struct {
 	// duplicates; err carries a failure out of the Visit callback.
 	seen uint8
 	err  error
-}
-
-var peekPool sync.Pool
-
-func acquirePeek() *peek {
-	if p, ok := peekPool.Get().(*peek); ok {
-		return p
-	}
-	return &peek{}
-}
-
-func releasePeek(p *peek) {
-	p.Model, p.User = nil, nil
-	peekPool.Put(p)
 }
 
 // Bits of peek.seen.

@@ -7,8 +7,7 @@ import "testing"
 func TestPeekAllocatesNothing(t *testing.T) {
 	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello \"there\""}],` +
 		`"user":"alice","stream":true,"tools":[{"type":"function","function":{"name":"f"}}],"temperature":0.2}`)
-	p := acquirePeek()
-	defer releasePeek(p)
+	p := &peek{}
 	if err := p.parse(body); err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,7 @@ func TestPeekAccepts(t *testing.T) {
 		{name: "escaped key", body: `{"mod\u0065l":"m"}`, model: "m"},
 		{name: "other fields ignored", body: `{"messages":[{"role":"user","content":"hi"}],"model":"m","n":2,"x":{"model":1}}`, model: "m"},
 	}
-	p := acquirePeek()
-	defer releasePeek(p)
+	p := &peek{}
 	for _, c := range cases {
 		if err := p.parse([]byte(c.body)); err != nil {
 			t.Errorf("%s: %v", c.name, err)
@@ -66,8 +65,7 @@ func TestPeekRefuses(t *testing.T) {
 		{"tools true", `{"model":"m","tools":true}`, `"tools" must be an array, not a boolean`},
 		{"stream twice", `{"model":"m","stream":false,"stream":true}`, `request body has "stream" twice`},
 	}
-	p := acquirePeek()
-	defer releasePeek(p)
+	p := &peek{}
 	for _, c := range cases {
 		err := p.parse([]byte(c.body))
 		if err == nil {
@@ -89,8 +87,7 @@ func FuzzPeek(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p := acquirePeek()
-		defer releasePeek(p)
+		p := &peek{}
 		if err := p.parse(b); err == nil && len(p.Model) == 0 {
 			t.Fatalf("accepted %q without a model", b)
 		}

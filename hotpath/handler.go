@@ -1,0 +1,250 @@
+package hotpath
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/upstream"
+)
+
+// Header names the handler reads or writes.
+const (
+	headerRequestID = "X-Request-Id"
+	headerMetadata  = "X-Gateway-Metadata"
+	headerRule      = "X-Gateway-Rule"
+)
+
+// route is one path of the HTTP surface (SPEC §3).
+type route uint8
+
+const (
+	routeUnknown route = iota
+	routeChat
+	routeCompletions
+	routeEmbeddings
+	routeImages
+	routeModels
+	routeHealthz
+	routeReadyz
+	routeMetrics
+)
+
+// routeOf maps a request path to its route. The switch on string(path)
+// compiles to comparisons that do not allocate.
+func routeOf(path []byte) route {
+	switch string(path) {
+	case "/v1/chat/completions":
+		return routeChat
+	case "/v1/completions":
+		return routeCompletions
+	case "/v1/embeddings":
+		return routeEmbeddings
+	case "/v1/images/generations":
+		return routeImages
+	case "/v1/models":
+		return routeModels
+	case "/healthz":
+		return routeHealthz
+	case "/readyz":
+		return routeReadyz
+	case "/metrics":
+		return routeMetrics
+	}
+	return routeUnknown
+}
+
+// surface returns the API surface of a proxied route; ok is false for the
+// gateway's own endpoints.
+func (r route) surface() (s router.Surface, ok bool) {
+	switch r {
+	case routeChat:
+		return router.SurfaceChat, true
+	case routeCompletions:
+		return router.SurfaceCompletions, true
+	case routeEmbeddings:
+		return router.SurfaceEmbeddings, true
+	case routeImages:
+		return router.SurfaceImages, true
+	}
+	return 0, false
+}
+
+// Handler serves one request: it is the fasthttp.RequestHandler of the
+// gateway. Safe for concurrent use.
+func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
+	r := routeOf(rc.Path())
+	if r == routeUnknown {
+		writeError(rc, fasthttp.StatusNotFound, "unknown path "+strconv.Quote(string(rc.Path())),
+			upstream.TypeInvalidRequest, upstream.CodeNotFound)
+		return
+	}
+	if s, ok := r.surface(); ok {
+		if !rc.IsPost() {
+			methodNotAllowed(rc, "POST")
+			return
+		}
+		g.proxy(rc, s)
+		return
+	}
+	// The gateway's own endpoints answer GET (and HEAD, which fasthttp
+	// serves as a GET without a body).
+	if !rc.IsGet() && !rc.IsHead() {
+		methodNotAllowed(rc, "GET, HEAD")
+		return
+	}
+	switch r {
+	case routeModels:
+		st := g.Load()
+		if st == nil {
+			writeNoConfig(rc)
+			return
+		}
+		rc.SetContentType(contentTypeJSON)
+		rc.SetBody(st.ModelsBody)
+	case routeHealthz:
+		// 200 while the process runs: nothing else is checked.
+		rc.SetContentType(contentTypeText)
+		rc.SetBodyString("ok\n")
+	case routeReadyz:
+		rc.SetContentType(contentTypeText)
+		switch {
+		case g.draining.Load():
+			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			rc.SetBodyString("draining\n")
+		case g.Load() == nil:
+			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			rc.SetBodyString("no configuration loaded\n")
+		default:
+			rc.SetBodyString("ready\n")
+		}
+	case routeMetrics:
+		if g.Metrics == nil {
+			writeError(rc, fasthttp.StatusNotFound, "metrics are not enabled",
+				upstream.TypeInvalidRequest, upstream.CodeNotFound)
+			return
+		}
+		g.Metrics(rc)
+	}
+}
+
+// scratch is the per-request working memory of proxy: the body peek, the
+// metadata parser and the candidate list. Pooled so a request allocates
+// none of them.
+type scratch struct {
+	peek  peek
+	meta  router.MetadataParser
+	cands []*upstream.Target
+	call  upstream.Call
+}
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
+
+// proxy serves one API request on surface s: peek, route, walk, write.
+func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
+	st := g.Load() // once: the whole request runs on this config
+	if st == nil {
+		writeNoConfig(rc)
+		return
+	}
+	setRequestID(rc)
+
+	// Peek. HeaderReceived already held fasthttp to the limit of the config
+	// current when the headers arrived; st may be newer, and it is the one
+	// this request routes on.
+	body := rc.PostBody()
+	if len(body) > st.maxRequestBytes {
+		writeTooLarge(rc, st.maxRequestBytes)
+		return
+	}
+	sc := scratchPool.Get().(*scratch)
+	defer releaseScratch(sc)
+	p := &sc.peek
+	if err := p.parse(body); err != nil {
+		writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+		return
+	}
+	req := router.Request{
+		Surface:  s,
+		Model:    p.Model,
+		User:     p.User,
+		HasUser:  p.HasUser,
+		Stream:   p.Stream,
+		HasTools: p.HasTools,
+	}
+	// Metadata routes chat and completions only; elsewhere the header is
+	// ignored, not even validated (SPEC §4.2).
+	if chatLike(s) {
+		pairs, err := sc.meta.Parse(rc.Request.Header.Peek(headerMetadata))
+		if err != nil {
+			writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+			return
+		}
+		req.Metadata = pairs
+	}
+
+	// Route. The chain is the matched rule's, or [targets[0]] alone; the
+	// candidates are its members that serve the model and the surface, in
+	// chain order. Nothing outside the chain is ever considered.
+	rule, chain := st.Router.Match(&req)
+	setRuleHeader(rc, rule)
+	cands := sc.cands[:0]
+	servesModel := false
+	for _, t := range chain {
+		if !st.Router.ServesModel(t, p.Model) {
+			continue
+		}
+		servesModel = true
+		if st.Router.ServesSurface(t, s) {
+			cands = append(cands, st.Targets[t])
+		}
+	}
+	sc.cands = cands
+	if len(cands) == 0 {
+		if servesModel {
+			writeError(rc, fasthttp.StatusNotFound, "model "+strconv.Quote(string(p.Model))+
+				" is not served on "+string(rc.Path())+" by the targets this request routes to",
+				upstream.TypeInvalidRequest, upstream.CodeUnsupportedEndpoint)
+		} else {
+			writeError(rc, fasthttp.StatusNotFound, "model "+strconv.Quote(string(p.Model))+
+				" is not served by the targets this request routes to",
+				upstream.TypeInvalidRequest, upstream.CodeModelNotFound)
+		}
+		return
+	}
+
+	// Walk. It writes the answer (proxied response or final error) into rc.
+	// Only chat and completions stream; a "stream" field elsewhere is the
+	// upstream's business, not a reason to expect SSE.
+	sc.call = upstream.Call{Surface: s, Stream: p.Stream && chatLike(s), Body: body, Model: p.Model}
+	deadline := time.Now().Add(st.Config.Server.RequestTimeout)
+	upstream.Walk(rc, &sc.call, cands, deadline, g.Observer)
+}
+
+// chatLike reports whether surface s has streaming answers and routes on
+// stream, has_tools and metadata: chat and completions.
+func chatLike(s router.Surface) bool {
+	return s == router.SurfaceChat || s == router.SurfaceCompletions
+}
+
+func releaseScratch(sc *scratch) {
+	clear(sc.cands[:cap(sc.cands)]) // drop target pointers of old configs
+	sc.cands = sc.cands[:0]
+	sc.call = upstream.Call{}
+	sc.peek.Model, sc.peek.User = nil, nil
+	scratchPool.Put(sc)
+}
+
+// setRuleHeader sets X-Gateway-Rule: the matched condition's index, or
+// "fallback" when none matched.
+func setRuleHeader(rc *fasthttp.RequestCtx, rule int) {
+	if rule < 0 {
+		rc.Response.Header.Set(headerRule, "fallback")
+		return
+	}
+	var buf [20]byte
+	rc.Response.Header.SetBytesV(headerRule, strconv.AppendInt(buf[:0], int64(rule), 10))
+}

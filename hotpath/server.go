@@ -1,0 +1,113 @@
+package hotpath
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/upstream"
+)
+
+// Server settings that are not configurable (SPEC §2 names only listen,
+// max_request_bytes, request_timeout and shutdown_timeout).
+const (
+	// ReadTimeout bounds reading one whole request, headers and body. A
+	// 10 MiB body at 1.5 Mbit/s still fits; a client trickling bytes to
+	// hold a connection does not.
+	ReadTimeout = 60 * time.Second
+	// IdleTimeout bounds waiting for the next request on a keep-alive
+	// connection.
+	IdleTimeout = 120 * time.Second
+	// ReadBufferSize is the per-connection read buffer, which is also the
+	// largest request head fasthttp accepts. X-Gateway-Metadata alone may
+	// be 4096 bytes (SPEC §4.2), and clients send bearer tokens, cookies
+	// and tracing headers besides, so the 4 KiB default is too small.
+	ReadBufferSize = 32 << 10
+	// FallbackMaxRequestBytes caps a body when no configuration is loaded
+	// (the SPEC §2 default, 10 MiB).
+	FallbackMaxRequestBytes = 10 << 20
+)
+
+// NewServer returns the fasthttp.Server that serves g. logger receives
+// fasthttp's own connection-level errors (nil: fasthttp's default, the
+// standard log package). The caller owns Serve and Shutdown; it should call
+// g.SetDraining(true) before Shutdown so /readyz fails first.
+//
+// The body limit follows reloads: HeaderReceived reads max_request_bytes
+// from the State current when a request's headers arrive, so fasthttp
+// refuses an oversized body (by its Content-Length, before reading it) with
+// the limit the operator configured last, and the handler checks again
+// against the State it routes on. The server's own MaxRequestBodySize only
+// applies before the first State is stored.
+func NewServer(g *Gateway, logger fasthttp.Logger) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler: g.Handler,
+		// Render fasthttp's own request errors (oversized body, malformed
+		// request, headers too large, read timeout) in the OpenAI envelope.
+		ErrorHandler: g.errorHandler,
+		// Per-request body limit from the current State; see above.
+		HeaderReceived: g.headerReceived,
+		// No Server header: it only advertises the implementation.
+		Name:                  "",
+		NoDefaultServerHeader: true,
+		Logger:                logger,
+		// fasthttp's error log lines must not quote request bytes: they may
+		// hold a client's key or prompt.
+		SecureErrorLogMessage: true,
+		ReadTimeout:           ReadTimeout,
+		IdleTimeout:           IdleTimeout,
+		// WriteTimeout stays 0 (unlimited) on purpose: fasthttp applies it
+		// to the whole response, and a streamed completion may last many
+		// minutes. Upstream timeouts bound the time to first byte instead.
+		WriteTimeout:       0,
+		ReadBufferSize:     ReadBufferSize,
+		MaxRequestBodySize: FallbackMaxRequestBytes,
+		// The peek needs the whole body, and bodies are bounded by
+		// max_request_bytes, so streaming request bodies buys nothing.
+		StreamRequestBody: false,
+		// The API takes JSON bodies only; never parse multipart forms.
+		DisablePreParseMultipartForm: true,
+		// ReduceMemoryUsage trades CPU on every request for memory on idle
+		// connections; a gateway's connections are mostly busy.
+		ReduceMemoryUsage: false,
+		// While shutting down, tell keep-alive clients to reconnect (to a
+		// server that is not draining).
+		CloseOnShutdown: true,
+		// Detect clients that vanished during a long stream.
+		TCPKeepalive: true,
+	}
+}
+
+// headerReceived sets the body limit of one request from the current State.
+func (g *Gateway) headerReceived(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if st := g.Load(); st != nil {
+		return fasthttp.RequestConfig{MaxRequestBodySize: st.maxRequestBytes}
+	}
+	return fasthttp.RequestConfig{}
+}
+
+// errorHandler renders an error fasthttp met while reading a request; the
+// connection is closed after the answer.
+func (g *Gateway) errorHandler(rc *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var netErr net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		limit := FallbackMaxRequestBytes
+		if st := g.Load(); st != nil {
+			limit = st.maxRequestBytes
+		}
+		writeTooLarge(rc, limit)
+	case errors.As(err, &small):
+		writeError(rc, fasthttp.StatusRequestHeaderFieldsTooLarge, "request headers are too large",
+			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		writeError(rc, fasthttp.StatusRequestTimeout, "timed out reading the request",
+			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+	default:
+		writeError(rc, fasthttp.StatusBadRequest, "malformed HTTP request: "+err.Error(),
+			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+	}
+}

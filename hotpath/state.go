@@ -1,0 +1,134 @@
+// Package hotpath is the gateway's fasthttp handler: peek, route, walk,
+// write. A request loads the current State once, reads the four routing
+// fields of its body, matches them against the State's router snapshot,
+// keeps the chain members that serve its model and surface, and hands them
+// to upstream.Walk, which writes the answer. Nothing here talks to a
+// provider and nothing here holds mutable routing state.
+package hotpath
+
+import (
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/upstream"
+)
+
+// State is everything a request needs from one loaded configuration. It is
+// immutable once Build returns it and safe for concurrent use; a reload
+// builds a new State and swaps it in whole.
+type State struct {
+	// Config is the loaded configuration this State was built from.
+	Config *config.Config
+	// Router is the compiled routing table.
+	Router *router.Snapshot
+	// Targets are the runtime targets, indexed like Config.Targets (and
+	// like the target indexes in Router's chains).
+	Targets []*upstream.Target
+	// ModelsBody is the prebuilt GET /v1/models answer.
+	ModelsBody []byte
+
+	// maxRequestBytes is Config.Server.MaxRequestBytes, or the SPEC default
+	// when the config left it zero.
+	maxRequestBytes int
+}
+
+// Build compiles cfg into a State. Runtime targets come from pool, so
+// targets whose identity is unchanged keep their circuit, park and
+// concurrency state across reloads. now is the "created" time reported in
+// /v1/models. Build does no I/O; on error nothing is published.
+func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, error) {
+	if cfg == nil || len(cfg.Targets) == 0 {
+		return nil, fmt.Errorf("hotpath: a configuration needs at least one target")
+	}
+	rules, targets := cfg.RouterSpecs()
+	snap, err := router.Compile(rules, targets, now.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("hotpath: compile routing rules: %w", err)
+	}
+	st := &State{
+		Config:          cfg,
+		Router:          snap,
+		Targets:         make([]*upstream.Target, len(cfg.Targets)),
+		maxRequestBytes: cfg.Server.MaxRequestBytes,
+	}
+	if st.maxRequestBytes <= 0 {
+		st.maxRequestBytes = FallbackMaxRequestBytes
+	}
+	for i := range cfg.Targets {
+		t, err := pool.Target(&cfg.Targets[i])
+		if err != nil {
+			return nil, fmt.Errorf("hotpath: targets[%d]: %w", i, err)
+		}
+		st.Targets[i] = t
+	}
+	st.ModelsBody = appendModels(nil, snap.Models(), snap.Created())
+	return st, nil
+}
+
+// appendModels appends the /v1/models body (SPEC §5) to dst; data is never
+// null.
+func appendModels(dst []byte, models []router.ModelInfo, created int64) []byte {
+	dst = append(dst, `{"object":"list","data":[`...)
+	for i, m := range models {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":`...)
+		dst = upstream.AppendJSONString(dst, m.ID)
+		dst = append(dst, `,"object":"model","created":`...)
+		dst = strconv.AppendInt(dst, created, 10)
+		dst = append(dst, `,"owned_by":`...)
+		dst = upstream.AppendJSONString(dst, m.OwnedBy)
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
+}
+
+// Gateway serves requests from the current State. The zero value is not
+// usable; call New. Safe for concurrent use: Store, Load and SetDraining may
+// be called while Handler runs.
+type Gateway struct {
+	// state is the one pointer through which configuration is published;
+	// a request loads it once.
+	state    atomic.Pointer[State]
+	draining atomic.Bool
+
+	// Observer receives walk events (attempts, outcomes) for metrics and
+	// the access log; nil = none. Set before serving; not changed after.
+	Observer upstream.Observer
+	// Metrics serves GET /metrics; nil answers 404. Set before serving;
+	// not changed after.
+	Metrics func(rc *fasthttp.RequestCtx)
+}
+
+// New returns a Gateway serving st (nil: no State yet; API requests get
+// 503 and /readyz fails until Store).
+func New(st *State) *Gateway {
+	g := &Gateway{}
+	if st != nil {
+		g.state.Store(st)
+	}
+	return g
+}
+
+// Store publishes st; requests that already loaded the previous State
+// finish on it. st must be complete (from Build) and non-nil.
+func (g *Gateway) Store(st *State) {
+	if st == nil {
+		panic("BUG: hotpath: Store(nil)")
+	}
+	g.state.Store(st)
+}
+
+// Load returns the current State, or nil before the first Store.
+func (g *Gateway) Load() *State { return g.state.Load() }
+
+// SetDraining marks the gateway as draining (true) or not: while draining,
+// /readyz answers 503 but requests are still served.
+func (g *Gateway) SetDraining(d bool) { g.draining.Store(d) }
