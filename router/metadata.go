@@ -28,6 +28,9 @@ type MetadataParser struct {
 	// vals holds number and boolean literals. It is sized before the entries
 	// are visited so that appends never move it while Pairs point into it.
 	vals []byte
+	// keyHash[i] is the FNV-1a hash of pairs[i].Key, so the duplicate check
+	// compares bytes only when hashes collide.
+	keyHash [MaxMetadataEntries]uint32
 	// err carries a failure out of the Visit callback.
 	err error
 }
@@ -106,8 +109,10 @@ func (p *MetadataParser) visit(key []byte, v *fastjson.Value) {
 	if p.err != nil {
 		return
 	}
+	// At most 32 keys: a quadratic scan over their hashes beats a map.
+	h := fnv32a(key)
 	for i := range p.pairs {
-		if string(p.pairs[i].Key) == string(key) {
+		if p.keyHash[i] == h && string(p.pairs[i].Key) == string(key) {
 			p.err = fmt.Errorf("X-Gateway-Metadata: duplicate key %q", key)
 			return
 		}
@@ -126,7 +131,19 @@ func (p *MetadataParser) visit(key []byte, v *fastjson.Value) {
 		p.err = fmt.Errorf("X-Gateway-Metadata: value of %q must be a string, number or boolean, not %s", key, typeName(t))
 		return
 	}
+	// Parse checked the entry count, so len(p.pairs) < MaxMetadataEntries.
+	p.keyHash[len(p.pairs)] = h
 	p.pairs = append(p.pairs, Pair{Key: key, Value: val})
+}
+
+// fnv32a is the 32-bit FNV-1a hash of b.
+func fnv32a(b []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	return h
 }
 
 // typeName names a JSON type for an error message.
