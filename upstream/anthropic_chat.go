@@ -283,6 +283,7 @@ func parseImageURL(p *fastjson.Value) (imageRef, error) {
 type msgWriter struct {
 	dst  []byte
 	role string // role of the open message; "" = none
+	n    int    // messages opened
 }
 
 // block prepares dst for one more content block of role.
@@ -292,6 +293,10 @@ func (w *msgWriter) block(role string) {
 		return
 	}
 	w.close()
+	if w.n > 0 {
+		w.dst = append(w.dst, ',')
+	}
+	w.n++
 	w.dst = append(w.dst, `{"role":"`...)
 	w.dst = append(w.dst, role...)
 	w.dst = append(w.dst, `","content":[`...)
