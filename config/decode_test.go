@@ -124,7 +124,7 @@ log: {level: loud}
 		{"targets[0].provider", 3, "azure", `"azure" is not a provider; want openai, anthropic or bedrock`},
 		{"targets[0].timout", 4, "timout", `unknown key "timout" in a target; want virtual_key, provider, base_url, api_key, region, aws_access_key_id, aws_secret_access_key, aws_session_token, models, model_map, timeout, retry, circuit_breaker, concurrency`},
 		{"targets[1].provider", 5, "virtual_key", "provider is required; want openai, anthropic or bedrock"},
-		{"targets[1].virtual_key", 5, "$a", `duplicate virtual_key "a" (first at targets[0], line 2); want unique names`},
+		{"targets[1].virtual_key", 5, "@@a", `duplicate virtual_key "a" (first at targets[0], line 2); want unique names`},
 		{"strategy.conditions[0].key", 9, "modle", `"modle" is not a condition key; want model, model_prefix, user, stream, has_tools or metadata`},
 		{"strategy.conditions[0].target_key", 11, "nobody", `unknown target "nobody"; declared: a`},
 		{"log.level", 12, "loud", `"loud" is not a log level; want debug, info, warn or error`},

@@ -51,7 +51,7 @@ func mustParse(t *testing.T, src string, env func(string) (string, bool)) *Confi
 }
 
 // want describes one expected problem. At is text on line Line whose first
-// occurrence marks the expected column ("$text": its last occurrence; "" =
+// occurrence marks the expected column ("@@text": its last occurrence; "" =
 // column not checked).
 type want struct {
 	Path string
@@ -77,7 +77,7 @@ func checkProblems(t *testing.T, src string, got []Problem, wants []want) {
 				t.Fatalf("bad test: line %d beyond source", w.Line)
 			}
 			idx := strings.Index(lines[w.Line-1], w.At)
-			if at, ok := strings.CutPrefix(w.At, "$"); ok {
+			if at, ok := strings.CutPrefix(w.At, "@@"); ok {
 				idx = strings.LastIndex(lines[w.Line-1], at)
 			}
 			if idx < 0 {

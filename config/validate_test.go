@@ -125,7 +125,7 @@ func TestValidationProblems(t *testing.T) {
 		// targets
 		{"no targets", "targets:\n  - virtual_key: a\n    provider: openai\n    base_url: https://api.openai.com/v1\n    models: [gpt-4o, \"gpt-5*\"]\n    model_map: {gpt-4o: gpt-4o-2024-08-06}\n    timeout: 60s\n    retry: {attempts: 1, on_status_codes: [503], initial_backoff_ms: 100}\n    circuit_breaker: {failure_threshold: 5, success_threshold: 1, max_half_threshold: 1, timeout: 30s}\n    concurrency: {max_concurrency: 256, queue_size: 1000}\n  - virtual_key: b\n    provider: bedrock\n    region: us-east-1\n    aws_access_key_id: AKIDEXAMPLE\n    aws_secret_access_key: secret\n", "targets: []\n",
 			[]want{
-				{"strategy.conditions[0].target_key", 15, "$a", `unknown target "a"; declared: none`},
+				{"strategy.conditions[0].target_key", 15, "@@a", `unknown target "a"; declared: none`},
 				{"strategy.conditions[1].target_keys[0]", 19, "a,", `unknown target "a"; declared: none`},
 				{"strategy.conditions[1].target_keys[1]", 19, "b", `unknown target "b"; declared: none`},
 				{"targets", 20, "[]", "no targets; want at least one (targets[0] is the no-match fallback)"},
@@ -133,7 +133,7 @@ func TestValidationProblems(t *testing.T) {
 		{"duplicate virtual_key", "virtual_key: b", "virtual_key: a",
 			[]want{
 				{"strategy.conditions[1].target_keys[1]", 19, "b]", `unknown target "b"; declared: a`},
-				{"targets[1].virtual_key", 30, "$a", `duplicate virtual_key "a" (first at targets[0], line 21); want unique names`},
+				{"targets[1].virtual_key", 30, "@@a", `duplicate virtual_key "a" (first at targets[0], line 21); want unique names`},
 			}},
 		{"empty virtual_key", "virtual_key: b", `virtual_key: ""`,
 			[]want{
@@ -169,9 +169,9 @@ func TestValidationProblems(t *testing.T) {
 		{"aws id without secret", "    aws_secret_access_key: secret\n", "",
 			[]want{{"targets[1].aws_access_key_id", 33, "AKID", "aws_access_key_id is set without aws_secret_access_key; want both or neither"}}},
 		{"aws secret without id", "    aws_access_key_id: AKIDEXAMPLE\n", "",
-			[]want{{"targets[1].aws_secret_access_key", 33, "$secret", "aws_secret_access_key is set without aws_access_key_id; want both or neither"}}},
+			[]want{{"targets[1].aws_secret_access_key", 33, "@@secret", "aws_secret_access_key is set without aws_access_key_id; want both or neither"}}},
 		{"session token alone", "    aws_access_key_id: AKIDEXAMPLE\n    aws_secret_access_key: secret\n", "    aws_session_token: tok\n",
-			[]want{{"targets[1].aws_session_token", 33, "$tok", "aws_session_token is set without aws_access_key_id and aws_secret_access_key; want it only with them"}}},
+			[]want{{"targets[1].aws_session_token", 33, "@@tok", "aws_session_token is set without aws_access_key_id and aws_secret_access_key; want it only with them"}}},
 		{"bedrock api_key and aws keys", "region: us-east-1\n", "region: us-east-1\n    api_key: brk\n",
 			[]want{{"targets[1].api_key", 33, "brk", "both api_key and AWS keys are set; want one credential: api_key (a Bedrock API key) or aws_access_key_id/aws_secret_access_key"}}},
 		{"models empty list", `models: [gpt-4o, "gpt-5*"]`, "models: []",
