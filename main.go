@@ -9,8 +9,10 @@ import (
 	"os"
 
 	"github.com/switchyard/switchyard/cli"
+	"github.com/switchyard/switchyard/daemon"
 )
 
 func main() {
+	cli.Serve = daemon.Run
 	os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -1,0 +1,299 @@
+// Package daemon runs the gateway process: it loads the configuration,
+// serves it, reloads it on SIGHUP and drains on SIGTERM/SIGINT (SPEC §1,
+// §6). It is the only place that owns the listener, the fasthttp.Server,
+// the upstream.Pool and the hotpath.Gateway together.
+//
+// Daemon is the in-process form (tests drive it directly); Run wraps it
+// with the process's signals and is what `switchyard serve` calls.
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/hotpath"
+	"github.com/switchyard/switchyard/upstream"
+)
+
+// Reload results, as counted in metrics and returned by Daemon.Reload.
+const (
+	// ReloadSuccess means a new configuration was validated, built and
+	// swapped in.
+	ReloadSuccess = "success"
+	// ReloadUnchanged means the file's bytes were those of the current
+	// configuration; nothing was rebuilt. (A changed environment variable
+	// behind an unchanged file is therefore not picked up by a reload.)
+	ReloadUnchanged = "unchanged"
+	// ReloadFailure means the file could not be read, was invalid, or could
+	// not be built; the previous configuration keeps serving.
+	ReloadFailure = "failure"
+)
+
+// ErrInvalidConfig is returned (wrapped) by New when the configuration file
+// is unreadable or invalid; each problem has already been logged.
+var ErrInvalidConfig = errors.New("invalid configuration")
+
+// Daemon is one running gateway: its configuration file, the current State
+// behind the Gateway, the Pool of per-target state that outlives reloads,
+// and the fasthttp.Server.
+//
+// Concurrency: Reload is safe to call from any goroutine and calls are
+// serialized (one reload runs at a time, in call order of the lock).
+// Serve runs once; Shutdown may be called concurrently with Serve and
+// Reload. The zero value is not usable; call New.
+type Daemon struct {
+	path   string // config file, read again on every Reload
+	listen string // -listen override; "" = server.listen of the first config
+
+	log  zerolog.Logger // built from the first config's log block; fixed after New
+	pool *upstream.Pool
+	gw   *hotpath.Gateway
+	srv  *fasthttp.Server
+	tel  telemetry // metrics and access log hooks
+
+	// reloadMu serializes Reload; hash is the SHA-256 of the bytes of the
+	// configuration currently served, written under reloadMu.
+	reloadMu sync.Mutex
+	hash     string
+
+	addr atomic.Pointer[net.Addr] // set by Listen
+}
+
+// New loads the configuration at cfgPath and builds everything needed to
+// serve it, without listening. listen, when not empty, overrides
+// server.listen. Log lines go to logOut (os.Stderr in the process): before
+// the configuration loads as JSON at info level, afterwards as the config's
+// log block says.
+//
+// An unreadable or invalid file logs every problem (one line each) and
+// returns an error wrapping ErrInvalidConfig.
+func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
+	boot := bootLogger(logOut)
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		boot.Error().Str("file", cfgPath).Err(err).Msg("cannot read the configuration")
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	cfg, err := config.Parse(cfgPath, data, os.LookupEnv)
+	if err != nil {
+		logConfigError(boot, cfgPath, err, "the configuration is invalid; not starting")
+		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, cfgPath)
+	}
+	log, err := newLogger(cfg.Log.Level, cfg.Log.Format, logOut)
+	if err != nil { // validation refuses bad values; this guards the invariant
+		boot.Error().Err(err).Msg("cannot build the logger")
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	d := &Daemon{
+		path:   cfgPath,
+		listen: listen,
+		log:    log,
+		pool:   upstream.NewPool(),
+		hash:   hashOf(data),
+	}
+	d.tel = newTelemetry(cfg, log)
+	st, err := hotpath.Build(cfg, d.pool, time.Now())
+	if err != nil {
+		log.Error().Err(err).Msg("cannot build the routing state; not starting")
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	d.gw = hotpath.New(st)
+	d.tel.attach(d.gw)
+	d.tel.targets(st)
+	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()})
+	log.Info().Str("file", cfgPath).Str("config_hash", d.hash).
+		Int("rules", len(cfg.Strategy.Conditions)).Int("targets", len(cfg.Targets)).
+		Msg("configuration loaded")
+	return d, nil
+}
+
+// Gateway returns the Gateway the daemon serves (tests read its State).
+func (d *Daemon) Gateway() *hotpath.Gateway { return d.gw }
+
+// Pool returns the daemon's upstream pool (tests inspect its size).
+func (d *Daemon) Pool() *upstream.Pool { return d.pool }
+
+// ListenAddress returns the address Listen binds: the -listen override, else
+// server.listen of the configuration loaded by New (a reload never changes
+// it; see Reload).
+func (d *Daemon) ListenAddress() string {
+	if d.listen != "" {
+		return d.listen
+	}
+	return d.gw.Load().Config.Server.Listen
+}
+
+// Listen binds ListenAddress over TCP.
+func (d *Daemon) Listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", d.ListenAddress())
+	if err != nil {
+		return nil, err
+	}
+	a := ln.Addr()
+	d.addr.Store(&a)
+	return ln, nil
+}
+
+// Addr returns the address the listener bound (with the real port when
+// the configured one was 0), or nil before Listen or Serve.
+func (d *Daemon) Addr() net.Addr {
+	if a := d.addr.Load(); a != nil {
+		return *a
+	}
+	return nil
+}
+
+// Serve serves ln until Shutdown; it returns nil after Shutdown, else the
+// error that stopped the server. It logs the address it serves on.
+func (d *Daemon) Serve(ln net.Listener) error {
+	a := ln.Addr()
+	d.addr.Store(&a)
+	d.log.Info().Str("addr", a.String()).Msg("serving")
+	err := d.srv.Serve(ln)
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown drains the server: /readyz answers 503 from this moment, the
+// listener closes, idle keep-alive connections are closed, and requests in
+// progress — including streams being relayed — run to their end. It
+// returns nil when every connection finished, or ctx.Err() when ctx ended
+// first (the remaining connections are then left running; the process is
+// expected to exit).
+//
+// How fasthttp drains (v1.78 Server.ShutdownWithContext): it closes the
+// listeners, then every 100 ms closes connections that are idle between
+// requests and returns once no connection is open. A connection writing a
+// SetBodyStreamWriter body is not idle, so a stream keeps Shutdown waiting
+// until its last byte; with CloseOnShutdown the connection closes after the
+// response it is serving.
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.gw.SetDraining(true)
+	return d.srv.ShutdownWithContext(ctx)
+}
+
+// ShutdownTimeout is server.shutdown_timeout of the configuration served
+// now (a reload may change it).
+func (d *Daemon) ShutdownTimeout() time.Duration {
+	return d.gw.Load().Config.Server.ShutdownTimeout
+}
+
+// Reload reads the configuration file again and, when its bytes changed and
+// it is valid, swaps the new configuration in with one atomic store:
+// requests in flight finish on the old one, new requests route on the new
+// one, and targets whose provider, base URL and credentials are unchanged
+// keep their circuit breaker, 429 park and concurrency state (they are the
+// same Pool entries). On any failure every problem is logged, one line
+// each, and the previous configuration keeps serving. It returns one of
+// the Reload* results, which is also recorded in metrics with the hash of
+// the configuration served afterwards.
+//
+// Settings that need a restart: server.listen (the socket is bound once),
+// and the log block (level, format, access_log: the loggers are built at
+// start). A reload that changes one logs a warning and leaves it as it was;
+// every other setting, server.max_request_bytes, request_timeout and
+// shutdown_timeout included, takes effect at once.
+//
+// Safe for concurrent use; calls are serialized.
+func (d *Daemon) Reload() string {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	now := time.Now()
+	log := d.log.With().Str("file", d.path).Logger()
+
+	data, err := os.ReadFile(d.path)
+	if err != nil {
+		log.Error().Err(err).Msg("config reload failed: cannot read the file; keeping the previous configuration")
+		d.tel.reload(ReloadFailure, d.hash, now)
+		return ReloadFailure
+	}
+	hash := hashOf(data)
+	if hash == d.hash {
+		log.Info().Str("config_hash", hash).Msg("config reload skipped: file unchanged")
+		d.tel.reload(ReloadUnchanged, d.hash, now)
+		return ReloadUnchanged
+	}
+	cfg, err := config.Parse(d.path, data, os.LookupEnv)
+	if err != nil {
+		logConfigError(log, d.path, err, "config reload failed; keeping the previous configuration")
+		d.tel.reload(ReloadFailure, d.hash, now)
+		return ReloadFailure
+	}
+	old := d.gw.Load()
+	st, err := hotpath.Build(cfg, d.pool, now)
+	if err != nil {
+		log.Error().Err(err).Msg("config reload failed: cannot build the routing state; keeping the previous configuration")
+		// Build may have added Pool entries for new identities; drop them.
+		d.pool.Retain(old.Targets)
+		d.tel.reload(ReloadFailure, d.hash, now)
+		return ReloadFailure
+	}
+	d.gw.Store(st) // the one publication: requests load it once each
+	d.pool.Retain(st.Targets)
+	d.tel.targets(st)
+	d.hash = hash
+	d.tel.reload(ReloadSuccess, hash, now)
+	d.warnRestartOnly(log, old.Config, cfg)
+	log.Info().Str("config_hash", hash).
+		Int("rules", len(cfg.Strategy.Conditions)).Int("targets", len(cfg.Targets)).
+		Int("pool_identities", d.pool.Len()).
+		Msg("configuration reloaded")
+	return ReloadSuccess
+}
+
+// warnRestartOnly logs a warning for each setting that changed between old
+// and cfg but only takes effect after a restart.
+func (d *Daemon) warnRestartOnly(log zerolog.Logger, old, cfg *config.Config) {
+	warn := func(path, was, now string) {
+		log.Warn().Str("setting", path).Str("running", was).Str("in_file", now).
+			Msg("setting changed in the file; it takes effect only after a restart")
+	}
+	// With -listen the file's server.listen is not used at all.
+	if d.listen == "" && old.Server.Listen != cfg.Server.Listen {
+		warn("server.listen", old.Server.Listen, cfg.Server.Listen)
+	}
+	if old.Log.Level != cfg.Log.Level {
+		warn("log.level", old.Log.Level, cfg.Log.Level)
+	}
+	if old.Log.Format != cfg.Log.Format {
+		warn("log.format", old.Log.Format, cfg.Log.Format)
+	}
+	if old.Log.AccessLog != cfg.Log.AccessLog {
+		warn("log.access_log", fmt.Sprint(old.Log.AccessLog), fmt.Sprint(cfg.Log.AccessLog))
+	}
+}
+
+// logConfigError logs err from config.Parse: one line per problem for a
+// *config.Error (problems name paths and say what is wrong; they never
+// quote a credential), else the error itself.
+func logConfigError(log zerolog.Logger, file string, err error, msg string) {
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		log.Error().Str("file", file).Err(err).Msg(msg)
+		return
+	}
+	for _, p := range ce.Problems {
+		log.Error().Str("problem", p.String()).Str("path", p.Path).Int("line", p.Line).Int("col", p.Col).Msg(msg)
+	}
+}
+
+// hashOf is config.Config.Hash of data: the hex SHA-256 of the raw bytes.
+func hashOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
