@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -110,6 +111,8 @@ func syntaxProblem(file string, err error) Problem {
 	if p.Line < 1 {
 		p.Line, p.Col = 1, 1
 	}
+	// One problem, one line: validate prints them that way.
+	p.Message = strings.Join(strings.Fields(p.Message), " ")
 	return p
 }
 
