@@ -25,6 +25,7 @@ import (
 type requestGolden struct {
 	Stream        bool            `json:"stream"`
 	UpstreamModel string          `json:"upstream_model"`
+	Path          string          `json:"path"` // bedrock: request URI on the wire
 	OpenAI        json.RawMessage `json:"openai"`
 	Anthropic     json.RawMessage `json:"anthropic"`
 	Bedrock       json.RawMessage `json:"bedrock"`

@@ -56,12 +56,20 @@ func (a bedrockAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Cal
 	if c.Stream {
 		op = "/converse-stream"
 	}
-	// Model ids hold ':' and, for inference profile ARNs, '/': escaped, and
-	// kept escaped on the wire (fasthttp would otherwise normalize the path).
-	escaped := "/model/" + url.PathEscape(b2s(upstreamModel)) + op
+	// Model ids hold ':' and, for inference profile ARNs, '/': escaped as
+	// the AWS SDKs do, and kept escaped on the wire (fasthttp would
+	// otherwise normalize the path).
+	uri := make([]byte, 0, len(ep.BaseURL)+len(upstreamModel)*3+len("/model//converse-stream"))
+	uri = append(uri, ep.BaseURL...)
+	uri = append(uri, "/model/"...)
+	uri = appendPathSegment(uri, upstreamModel)
+	uri = append(uri, op...)
 	req.Header.SetMethod(fasthttp.MethodPost)
-	req.SetRequestURI(ep.BaseURL + escaped)
+	req.SetRequestURIBytes(uri)
 	req.URI().DisablePathNormalizing = true
+	// An explicit Host header keeps the signed host even if a caller
+	// rewrites the request URI to its path form.
+	req.Header.SetHostBytes(req.URI().Host())
 	req.Header.SetContentType("application/json")
 	switch {
 	case ep.APIKey != "":
@@ -71,6 +79,23 @@ func (a bedrockAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Cal
 	}
 	return nil
 }
+
+// appendPathSegment percent-encodes s as one path segment: every byte but
+// RFC 3986 unreserved characters (url.PathEscape would leave ':' as is,
+// which the AWS SDKs encode).
+func appendPathSegment(dst, s []byte) []byte {
+	for _, c := range s {
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '-' || c == '_' || c == '.' || c == '~' {
+			dst = append(dst, c)
+			continue
+		}
+		dst = append(dst, '%', upperHex[c>>4], upperHex[c&0xf])
+	}
+	return dst
+}
+
+const upperHex = "0123456789ABCDEF"
 
 // sign adds the SigV4 headers. The SDK signer takes a net/http request:
 // one is built with exactly what fasthttp will send (host, escaped path,
