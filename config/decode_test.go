@@ -240,3 +240,45 @@ func TestCircularAliasIsAProblemNotAHang(t *testing.T) {
 		t.Errorf("got %v; want a log problem on line 7 about nesting", ps)
 	}
 }
+
+func TestMergeKeyForms(t *testing.T) {
+	// A list of mappings merges in order (the first wins), explicit keys win
+	// over merged ones, and a merged key is not a duplicate.
+	src := `strategy:
+  mode: conditional
+  conditions:
+    - {key: model, value: m, target_key: a}
+targets:
+  - &slow {virtual_key: slow, provider: openai, timeout: 90s, retry: {attempts: 4}}
+  - &fast {virtual_key: fast, provider: anthropic, timeout: 5s}
+  - <<: [*fast, *slow]
+    virtual_key: a
+`
+	cfg := mustParse(t, src, noEnv)
+	a := cfg.Targets[2]
+	if a.VirtualKey != "a" || a.Provider != "anthropic" || a.Timeout.String() != "5s" || a.Retry.Attempts != 4 {
+		t.Errorf("merged = %s %s %v %d; want a anthropic 5s 4", a.VirtualKey, a.Provider, a.Timeout, a.Retry.Attempts)
+	}
+
+	src = minimal + "log:\n  <<: [5]\n"
+	checkProblems(t, src, problemsOf(t, src, noEnv), []want{
+		{"log", 8, "[5]", "got the integer 5 after <<; want a mapping or a list of mappings"},
+	})
+}
+
+func TestBlockStringsAndOddKeys(t *testing.T) {
+	src := strings.Replace(minimal, "  - virtual_key: openai\n", "  - virtual_key: openai\n    api_key: |-\n      sk-block\n", 1)
+	if k := mustParse(t, src, noEnv).Targets[0].APIKey; k != "sk-block" {
+		t.Errorf("block api_key = %q; want sk-block", k)
+	}
+	src = "log: &k {a: b}\n" + minimal + "*k : x\n"
+	checkProblems(t, src, problemsOf(t, src, noEnv), []want{
+		{"log.a", 1, "a:", `unknown key "a" in log; want level, format, access_log`},
+		{"", 8, "*k", "got a mapping as a key; want a string key"},
+	})
+	src = minimal + "server: {request_timeout: [1s]}\nlog: {access_log: \"${X}\"}\n"
+	checkProblems(t, src, problemsOf(t, src, envOf(map[string]string{"X": "maybe"})), []want{
+		{"server.request_timeout", 7, "[1s]", `got a list; want a duration such as "60s" or "1m30s"`},
+		{"log.access_log", 8, `"${X}"`, `"maybe" (after ${} expansion) is not a boolean; want true or false`},
+	})
+}
