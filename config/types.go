@@ -73,7 +73,8 @@ type Condition struct {
 	// Field names the metadata entry; set exactly when Key is "metadata".
 	Field string `yaml:"field"`
 	// Value is the value compared, as written ("true"/"false" for stream and
-	// has_tools; YAML booleans and numbers are kept as their literal text).
+	// has_tools). YAML numbers keep their literal text (1.0 is "1.0"); YAML
+	// booleans become "true"/"false" whatever their spelling.
 	Value string `yaml:"value"`
 	// TargetKey names a single target; exclusive with TargetKeys.
 	TargetKey string `yaml:"target_key"`
@@ -108,10 +109,12 @@ type Target struct {
 	// names a provider.
 	Provider string `yaml:"provider"`
 	// BaseURL defaults to <PROVIDER>_BASE_URL from the environment, then the
-	// provider's public endpoint (bedrock: from Region).
+	// provider's public endpoint (bedrock: from Region). Never ends in "/".
 	BaseURL string `yaml:"base_url"`
-	// APIKey defaults to <PROVIDER>_API_KEY from the environment. Secret:
-	// never logged.
+	// APIKey defaults to <PROVIDER>_API_KEY from the environment, but only
+	// when BaseURL was defaulted too (and, for bedrock, no AWS keys are set):
+	// a target with an explicit base_url never receives the provider's
+	// environment key. "" = send no credential. Secret: never logged.
 	APIKey string `yaml:"api_key"`
 	// Region is the AWS region (bedrock only).
 	Region string `yaml:"region"`
@@ -120,7 +123,8 @@ type Target struct {
 	AWSAccessKeyID     string `yaml:"aws_access_key_id"`
 	AWSSecretAccessKey string `yaml:"aws_secret_access_key"`
 	AWSSessionToken    string `yaml:"aws_session_token"`
-	// Models lists exact ids and "prefix*" patterns served. nil = any model.
+	// Models lists exact ids and "prefix*" patterns served. nil = any model;
+	// never empty but non-nil after a successful load (models: [] is refused).
 	Models []string `yaml:"models"`
 	// ModelMap maps a visible model id to the id sent upstream. nil = none.
 	ModelMap map[string]string `yaml:"model_map"`
