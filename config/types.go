@@ -1,8 +1,10 @@
 // Package config loads and validates Switchyard's YAML configuration
-// (SPEC §2). Loading has three phases: a strict decode (unknown or duplicate
-// keys are errors with line:col), a semantic pass that collects every problem
-// with its YAML path, and defaults. Compiling rules into a routing table is
-// the router's job; this package knows nothing about requests.
+// (SPEC §2). Loading has four phases: a strict decode of the YAML syntax tree
+// (unknown or duplicate keys and wrong types are problems with line:col),
+// ${VAR} interpolation of string values, defaults, and a semantic pass. Every
+// problem of every phase is collected with its YAML path and returned at once
+// as an *Error. Compiling rules into a routing table is the router's job
+// (see Config.RouterSpecs); this package knows nothing about requests.
 package config
 
 import "time"
