@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"strconv"
 	"time"
@@ -373,9 +372,9 @@ func errClass(err error) Class {
 	if errors.Is(err, fasthttp.ErrDialTimeout) {
 		return ClassTransport // connect failure: 502, not 504
 	}
-	var ne net.Error
+	var te interface{ Timeout() bool }
 	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		(errors.As(err, &ne) && ne.Timeout()) {
+		(errors.As(err, &te) && te.Timeout()) {
 		return ClassTimeout
 	}
 	return ClassTransport

@@ -100,6 +100,7 @@ func (h *harness) mock(host string, handle func(ctx *fasthttp.RequestCtx, n int)
 		},
 		DisableHeaderNamesNormalizing: true,
 		CloseOnShutdown:               true,
+		Logger:                        quietLogger{},
 	}
 	go srv.Serve(m.ln)                     //nolint:errcheck
 	h.t.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
@@ -243,3 +244,9 @@ func streamBody(t *testing.T, rc *fasthttp.RequestCtx) string {
 		}
 	}
 }
+
+// quietLogger drops fasthttp's "error when serving connection" lines, which
+// tests that cut connections on purpose would otherwise print.
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
