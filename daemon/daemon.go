@@ -25,6 +25,7 @@ import (
 
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/hotpath"
+	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -32,14 +33,14 @@ import (
 const (
 	// ReloadSuccess means a new configuration was validated, built and
 	// swapped in.
-	ReloadSuccess = "success"
+	ReloadSuccess = telemetry.ReloadSuccess
 	// ReloadUnchanged means the file's bytes were those of the current
 	// configuration; nothing was rebuilt. (A changed environment variable
 	// behind an unchanged file is therefore not picked up by a reload.)
-	ReloadUnchanged = "unchanged"
+	ReloadUnchanged = telemetry.ReloadUnchanged
 	// ReloadFailure means the file could not be read, was invalid, or could
 	// not be built; the previous configuration keeps serving.
-	ReloadFailure = "failure"
+	ReloadFailure = telemetry.ReloadFailure
 )
 
 // ErrInvalidConfig is returned (wrapped) by New when the configuration file
@@ -57,12 +58,13 @@ var ErrInvalidConfig = errors.New("invalid configuration")
 type Daemon struct {
 	path   string // config file, read again on every Reload
 	listen string // -listen override; "" = server.listen of the first config
+	bind   string // the address Listen binds: listen, else the first server.listen
 
 	log  zerolog.Logger // built from the first config's log block; fixed after New
 	pool *upstream.Pool
 	gw   *hotpath.Gateway
 	srv  *fasthttp.Server
-	tel  telemetry // metrics and access log hooks
+	tel  tele // metrics and access log hooks
 
 	// reloadMu serializes Reload; hash is the SHA-256 of the bytes of the
 	// configuration currently served, written under reloadMu.
@@ -104,6 +106,10 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 		pool:   upstream.NewPool(),
 		hash:   hashOf(data),
 	}
+	d.bind = listen
+	if d.bind == "" {
+		d.bind = cfg.Server.Listen
+	}
 	d.tel = newTelemetry(cfg, log)
 	st, err := hotpath.Build(cfg, d.pool, time.Now())
 	if err != nil {
@@ -130,10 +136,7 @@ func (d *Daemon) Pool() *upstream.Pool { return d.pool }
 // server.listen of the configuration loaded by New (a reload never changes
 // it; see Reload).
 func (d *Daemon) ListenAddress() string {
-	if d.listen != "" {
-		return d.listen
-	}
-	return d.gw.Load().Config.Server.Listen
+	return d.bind
 }
 
 // Listen binds ListenAddress over TCP.

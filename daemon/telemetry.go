@@ -7,21 +7,29 @@ import (
 
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/hotpath"
+	"github.com/switchyard/switchyard/telemetry"
 )
 
-// telemetry connects the daemon to metrics and the access log.
-//
-// Package telemetry is not in the tree yet: until it lands this bridge does
-// nothing, so reload results and target lists are only logged.
-type telemetry struct{}
+// tele connects the daemon to package telemetry: the metrics that observe
+// walks and serve /metrics, and the record of reloads.
+type tele struct {
+	metrics *telemetry.Metrics
+}
 
-func newTelemetry(*config.Config, zerolog.Logger) telemetry { return telemetry{} }
+func newTelemetry(cfg *config.Config, _ zerolog.Logger) tele {
+	m := telemetry.NewMetrics()
+	m.Loaded(cfg.Hash, time.Now())
+	return tele{metrics: m}
+}
 
 // attach sets the Gateway's Observer and Metrics hooks; call before serving.
-func (telemetry) attach(*hotpath.Gateway) {}
+func (t tele) attach(g *hotpath.Gateway) {
+	g.Observer = t.metrics
+	g.Metrics = t.metrics.Handler
+}
 
-// targets publishes the targets of st (after a swap).
-func (telemetry) targets(*hotpath.State) {}
+// targets publishes the targets of st (at start and after each swap).
+func (t tele) targets(st *hotpath.State) { t.metrics.SetTargets(st.Targets) }
 
 // reload records a reload result and the hash served afterwards.
-func (telemetry) reload(result, hash string, now time.Time) {}
+func (t tele) reload(result, hash string, now time.Time) { t.metrics.Reload(result, hash, now) }

@@ -1,0 +1,186 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/bench/mock"
+)
+
+func oneTarget(listen, base, extra string) string {
+	return fmt.Sprintf(`
+server: {listen: %q}
+%s
+strategy:
+  mode: conditional
+  conditions:
+    - {key: model, value: m, target_key: a}
+targets:
+  - {virtual_key: a, provider: openai, base_url: %q, api_key: sk-secret-a}
+`, listen, extra, base)
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := newClient().Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestReloadResultsAndMetrics checks each reload result, what /metrics
+// says about it, and that the served hash follows successful reloads only.
+func TestReloadResultsAndMetrics(t *testing.T) {
+	m := startMock(t, mock.Options{})
+	path := cfgPath(t)
+	first := oneTarget("127.0.0.1:1", m.BaseURL(), "")
+	writeFile(t, path, first)
+	d, base := startDaemon(t, path, &syncBuffer{})
+
+	if r := d.Reload(); r != ReloadUnchanged {
+		t.Fatalf("reload of the same bytes: %s, want %s", r, ReloadUnchanged)
+	}
+	writeFile(t, path, "targets: [") // syntax error
+	if r := d.Reload(); r != ReloadFailure {
+		t.Fatalf("reload of a broken file: %s, want %s", r, ReloadFailure)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.Reload(); r != ReloadFailure {
+		t.Fatalf("reload of a missing file: %s, want %s", r, ReloadFailure)
+	}
+	second := oneTarget("127.0.0.1:1", m.BaseURL(), "log: {access_log: true}")
+	writeFile(t, path, second)
+	if r := d.Reload(); r != ReloadSuccess {
+		t.Fatalf("reload of a new valid file: %s, want %s", r, ReloadSuccess)
+	}
+	if got, want := d.Gateway().Load().Config.Hash, hashOf([]byte(second)); got != want {
+		t.Fatalf("serving hash %s, want %s", got, want)
+	}
+	// Back to the first bytes: that is a change from what is served now.
+	writeFile(t, path, first)
+	if r := d.Reload(); r != ReloadSuccess {
+		t.Fatalf("reload back to the first file: %s, want %s", r, ReloadSuccess)
+	}
+
+	code, body := get(t, base+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	for _, want := range []string{
+		`switchyard_config_reloads_total{result="success"} 2`,
+		`switchyard_config_reloads_total{result="failure"} 2`,
+		`switchyard_config_reloads_total{result="unchanged"} 1`,
+		`switchyard_config_info{hash="` + hashOf([]byte(first))[:12] + `"} 1`,
+		"switchyard_config_last_reload_success 1",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestReloadWarnsOnRestartOnlySettings: a reload that changes server.listen
+// or the log block logs a warning naming the setting, keeps the bound
+// address, and still applies the rest.
+func TestReloadWarnsOnRestartOnlySettings(t *testing.T) {
+	m := startMock(t, mock.Options{})
+	path := cfgPath(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	writeFile(t, path, oneTarget(addr, m.BaseURL(), ""))
+	logs := &syncBuffer{}
+	d, err := New(path, "", logs) // no -listen: server.listen is used
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ListenAddress() != addr {
+		t.Fatalf("listen address %s, want %s", d.ListenAddress(), addr)
+	}
+	writeFile(t, path, oneTarget("127.0.0.1:9", m.BaseURL(),
+		"log: {level: debug, format: console}\nserver_x: 1")) // invalid first: no warning
+	if d.Reload() != ReloadFailure {
+		t.Fatal("invalid reload accepted")
+	}
+	if strings.Contains(logs.String(), "takes effect only after a restart") {
+		t.Fatal("a rejected reload warned about restart-only settings")
+	}
+	writeFile(t, path, strings.Replace(oneTarget("127.0.0.1:9", m.BaseURL(),
+		"log: {level: debug, format: console}"), "server: {", "server: {max_request_bytes: 1000, ", 1))
+	if r := d.Reload(); r != ReloadSuccess {
+		t.Fatalf("reload: %s", r)
+	}
+	out := logs.String()
+	for _, s := range []string{`"setting":"server.listen"`, `"setting":"log.level"`, `"setting":"log.format"`} {
+		if !strings.Contains(out, s) {
+			t.Errorf("no restart warning with %s in:\n%s", s, out)
+		}
+	}
+	if strings.Contains(out, `"setting":"log.access_log"`) {
+		t.Error("warned about log.access_log, which did not change")
+	}
+	if d.ListenAddress() != addr {
+		t.Fatalf("listen address moved to %s on reload", d.ListenAddress())
+	}
+	if got := d.Gateway().Load().Config.Server.MaxRequestBytes; got != 1000 {
+		t.Fatalf("max_request_bytes %d after reload, want 1000 (applied at once)", got)
+	}
+	if strings.Contains(out, "sk-secret-a") {
+		t.Fatal("a credential reached the log")
+	}
+}
+
+// TestStartupFailures: an invalid config logs each problem on its own line
+// and run returns 1 without serving; so does an address already in use.
+func TestStartupFailures(t *testing.T) {
+	path := cfgPath(t)
+	writeFile(t, path, cfgBad)
+	logs := &syncBuffer{}
+	if _, err := New(path, "", logs); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("New with an invalid config: %v, want ErrInvalidConfig", err)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "strategy.conditions[0].target_key") ||
+		!strings.Contains(lines[1], "targets[0].colour") {
+		t.Fatalf("want one log line per problem, got:\n%s", logs)
+	}
+	if strings.Contains(logs.String(), "sk-do-not-log-me") {
+		t.Fatal("a credential reached the log")
+	}
+
+	started := func(*Daemon) { t.Error("run served an invalid config") }
+	if code := run(path, "", io.Discard, nil, started); code != 1 {
+		t.Fatalf("run with an invalid config: exit %d, want 1", code)
+	}
+	if code := run(path+".missing", "", io.Discard, nil, started); code != 1 {
+		t.Fatalf("run with a missing config: exit %d, want 1", code)
+	}
+
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	writeFile(t, path, oneTarget("127.0.0.1:1", "http://127.0.0.1:1/v1", ""))
+	logs = &syncBuffer{}
+	if code := run(path, busy.Addr().String(), logs, nil, started); code != 1 {
+		t.Fatalf("run on a busy address: exit %d, want 1", code)
+	}
+	if !strings.Contains(logs.String(), "cannot listen") {
+		t.Fatalf("no listen error logged:\n%s", logs)
+	}
+}
