@@ -40,6 +40,11 @@ type decoder struct {
 	// not report the same value twice ("got a list" then "is empty").
 	decodeBad map[string]bool
 	semantic  bool // phase 1 is over
+	// budget is how many more mapping entries and list items phase 1 may
+	// visit. Aliases and merge keys can make a small file expand
+	// exponentially ("billion laughs"); past the budget decoding stops with
+	// one problem instead of hanging.
+	budget int
 	// baseFromEnv names the <PROVIDER>_BASE_URL variable a target's base_url
 	// came from, by target index.
 	baseFromEnv map[int]string
@@ -78,6 +83,23 @@ func (d *decoder) at(path string) pos {
 		p = p[:i]
 	}
 	return d.root
+}
+
+// maxValues is the decode budget: far beyond any real config, small enough
+// to decode in well under a second.
+const maxValues = 200_000
+
+// spend takes n from the budget; false (reported once) when it runs out.
+func (d *decoder) spend(n int, at ast.Node, path string) bool {
+	if d.budget < 0 {
+		return false
+	}
+	d.budget -= n
+	if d.budget < 0 {
+		d.addAt(nodePos(at), path, "aliases and merge keys expand the config beyond %d values; want a config without self-multiplying aliases", maxValues)
+		return false
+	}
+	return true
 }
 
 func join(path, key string) string {
@@ -212,6 +234,9 @@ func (d *decoder) entries(n ast.Node, path string, depth int) []entry {
 	default:
 		return nil
 	}
+	if !d.spend(len(values), n, path) {
+		return nil
+	}
 	var out []entry
 	first := map[string]pos{}
 	var merges []ast.Node
@@ -259,6 +284,8 @@ func (d *decoder) entries(n ast.Node, path string, depth int) []entry {
 					srcs = append(srcs, sn)
 				}
 			}
+		default:
+			d.addAt(nodePos(m), path, "got %s after <<; want a mapping or a list of mappings", describe(mn))
 		}
 		for _, s := range srcs {
 			switch s.(type) {
@@ -386,6 +413,9 @@ func (d *decoder) list(n ast.Node, path, what string) (items []ast.Node, ok bool
 	seq, isSeq := r.(*ast.SequenceNode)
 	if !isSeq {
 		d.addAt(nodePos(n), path, "got %s; want %s", describe(r), what)
+		return nil, false
+	}
+	if !d.spend(len(seq.Values), n, path) {
 		return nil, false
 	}
 	for i, it := range seq.Values {

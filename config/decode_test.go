@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // minimal is the smallest valid config; decode cases append to or edit it.
@@ -280,5 +282,37 @@ func TestBlockStringsAndOddKeys(t *testing.T) {
 	checkProblems(t, src, problemsOf(t, src, envOf(map[string]string{"X": "maybe"})), []want{
 		{"server.request_timeout", 7, "[1s]", `got a list; want a duration such as "60s" or "1m30s"`},
 		{"log.access_log", 8, `"${X}"`, `"maybe" (after ${} expansion) is not a boolean; want true or false`},
+	})
+}
+
+// TestAliasExpansionIsBounded: a "billion laughs" of merge keys and aliases
+// is refused quickly instead of hanging.
+func TestAliasExpansionIsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("log:\n  l0: &a0 {level: info}\n")
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&b, "  l%d: &a%d {<<: [", i, i)
+		for j := 0; j < 8; j++ {
+			fmt.Fprintf(&b, "*a%d, ", i-1)
+		}
+		b.WriteString("]}\n")
+	}
+	b.WriteString("server: *a12\n")
+	start := time.Now()
+	ps := problemsOf(t, b.String(), noEnv)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Parse took %v", d)
+	}
+	found := false
+	for _, p := range ps {
+		found = found || strings.Contains(p.Message, "expand the config beyond")
+	}
+	if !found {
+		t.Errorf("no expansion problem in %v", ps)
+	}
+
+	src := minimal + "server:\n  <<: 5\n"
+	checkProblems(t, src, problemsOf(t, src, noEnv), []want{
+		{"server", 8, "5", "got the integer 5 after <<; want a mapping or a list of mappings"},
 	})
 }

@@ -64,6 +64,7 @@ func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 		anchors:   map[string]ast.Node{},
 		decodeBad: map[string]bool{},
 		root:      pos{1, 1},
+		budget:    maxValues,
 	}
 	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
