@@ -223,8 +223,9 @@ type entry struct {
 
 // entries lists a resolved mapping's keys in order, explicit keys first and
 // then those brought in by merge keys that are not already set. Duplicate
-// explicit keys and non-scalar keys are reported and skipped.
-func (d *decoder) entries(n ast.Node, path string, depth int) []entry {
+// explicit keys and non-scalar keys are reported and skipped. userKeys
+// bracket-quotes every key in paths (model_map["gpt-4o"]).
+func (d *decoder) entries(n ast.Node, path string, depth int, userKeys bool) []entry {
 	var values []*ast.MappingValueNode
 	switch v := n.(type) {
 	case *ast.MappingNode:
@@ -259,7 +260,11 @@ func (d *decoder) entries(n ast.Node, path string, depth int) []entry {
 			continue
 		}
 		if p, dup := first[key]; dup {
-			d.addKeyAt(kp, keyPath(path, key), "duplicate key %q (first at line %d); a key may appear once in a mapping", key, p.line)
+			kpath := keyPath(path, key)
+			if userKeys {
+				kpath = path + "[" + strconv.Quote(key) + "]"
+			}
+			d.addKeyAt(kp, kpath, "duplicate key %q (first at line %d); a key may appear once in a mapping", key, p.line)
 			continue
 		}
 		first[key] = kp
@@ -294,7 +299,7 @@ func (d *decoder) entries(n ast.Node, path string, depth int) []entry {
 				d.addAt(nodePos(m), path, "got %s after <<; want a mapping or a list of mappings", describe(s))
 				continue
 			}
-			for _, e := range d.entries(s, path, depth+1) {
+			for _, e := range d.entries(s, path, depth+1, userKeys) {
 				if _, set := first[e.key]; !set {
 					first[e.key] = e.keyPos
 					out = append(out, e)
@@ -358,7 +363,7 @@ func (d *decoder) fields(n ast.Node, path, what string, keys ...string) map[stri
 		}
 		return nil
 	}
-	for _, e := range d.entries(r, path, 0) {
+	for _, e := range d.entries(r, path, 0, false) {
 		if !contains(keys, e.key) {
 			d.addKeyAt(e.keyPos, keyPath(path, e.key), "unknown key %q in %s; want %s", e.key, what, strings.Join(keys, ", "))
 			continue
@@ -650,7 +655,7 @@ func (d *decoder) setStrMap(m map[string]ast.Node, path, key string, dst *map[st
 		return
 	}
 	out := map[string]string{}
-	for _, e := range d.entries(r, p, 0) {
+	for _, e := range d.entries(r, p, 0, true) {
 		ep := p + "[" + strconv.Quote(e.key) + "]"
 		d.pos[ep] = e.keyPos
 		s, _ := d.str(e.val, ep, "a model id") // null is "", reported as empty later

@@ -41,7 +41,7 @@ func TestStrictDecodeProblems(t *testing.T) {
 				{"targets[0].timeout", 8, "timeout", `duplicate key "timeout" (first at line 7); a key may appear once in a mapping`},
 			}},
 		{"duplicate model_map key", strings.Replace(minimal, "  - virtual_key: openai\n", "  - virtual_key: openai\n    model_map: {a: b, a: c}\n", 1),
-			[]want{{"targets[0].model_map.a", 7, "a: c", `duplicate key "a" (first at line 7); a key may appear once in a mapping`}}},
+			[]want{{`targets[0].model_map["a"]`, 7, "a: c", `duplicate key "a" (first at line 7); a key may appear once in a mapping`}}},
 		{"targets wrong type", "strategy: {mode: conditional, conditions: [{key: model, value: x, target_key: a}]}\ntargets: 5\n",
 			[]want{
 				{"strategy.conditions[0].target_key", 1, "a}", `unknown target "a"; declared: none`},
