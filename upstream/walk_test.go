@@ -225,14 +225,18 @@ func TestWalkTransportErrorsRetry(t *testing.T) {
 func TestWalkOnStatusCodesReplacesRetryableSet(t *testing.T) {
 	h := newHarness(t)
 	a := h.mock("a", status(500, "x"))
-	ta := h.target("a", func(ct *config.Target) { ct.Retry = config.Retry{Attempts: 3, OnStatusCodes: []int{503}, InitialBackoffMs: 1} })
+	ta := h.target("a", func(ct *config.Target) {
+		ct.Retry = config.Retry{Attempts: 3, OnStatusCodes: []int{503}, InitialBackoffMs: 1}
+	})
 	h.walk(chatCall(false), []*Target{ta}, 5*time.Second, nil)
 	if a.calls.Load() != 1 {
 		t.Fatalf("500 retried %d times with on_status_codes [503]", a.calls.Load()-1)
 	}
 	h2 := newHarness(t)
 	a2 := h2.mock("a", status(503, "x"))
-	ta2 := h2.target("a", func(ct *config.Target) { ct.Retry = config.Retry{Attempts: 3, OnStatusCodes: []int{503}, InitialBackoffMs: 1} })
+	ta2 := h2.target("a", func(ct *config.Target) {
+		ct.Retry = config.Retry{Attempts: 3, OnStatusCodes: []int{503}, InitialBackoffMs: 1}
+	})
 	h2.walk(chatCall(false), []*Target{ta2}, 5*time.Second, nil)
 	if a2.calls.Load() != 3 {
 		t.Fatalf("503 in on_status_codes called %d times, want 3", a2.calls.Load())
