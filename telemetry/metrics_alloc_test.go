@@ -1,0 +1,35 @@
+//go:build !race
+
+package telemetry
+
+import (
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/upstream"
+)
+
+// The request path records metrics without allocating once the series it
+// touches exist.
+func TestMetricsRequestPathDoesNotAllocate(t *testing.T) {
+	p := upstream.NewPool()
+	a := newTarget(t, p, "openai", 1)
+	b := newTarget(t, p, "anthropic", 2)
+	m := quietMetrics()
+	m.SetTargets([]*upstream.Target{a, b})
+	res := upstream.Result{Target: b, Class: upstream.ClassOK, Stream: true}
+	events := func() {
+		m.Attempt(a, upstream.ClassOK, 200, 120*time.Millisecond)
+		m.Attempt(b, upstream.ClassRateLimited, 429, 3*time.Millisecond)
+		m.Skip(a, upstream.ClassCircuitOpen)
+		m.Failover(a, upstream.ClassServer)
+		m.StreamEnd(res, time.Second)
+		m.Request(router.SurfaceChat, 200)
+		m.Request(router.SurfaceEmbeddings, 999)
+	}
+	events() // warm-up: creates the series
+	if n := testing.AllocsPerRun(1000, events); n != 0 {
+		t.Fatalf("observer events and Request allocate %v times per run, want 0", n)
+	}
+}
