@@ -2,6 +2,7 @@ package hotpath
 
 import (
 	"bufio"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -65,7 +66,7 @@ func startMock(t testing.TB, name string) *mockUpstream {
 		t.Fatal(err)
 	}
 	m := &mockUpstream{name: name, url: "http://" + ln.Addr().String() + "/v1", hang: 3 * time.Second, release: make(chan struct{})}
-	srv := &fasthttp.Server{Handler: m.serve, NoDefaultServerHeader: true}
+	srv := &fasthttp.Server{Handler: m.serve, NoDefaultServerHeader: true, Logger: quietLogger{}}
 	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
 	t.Cleanup(func() {
 		close(m.release)
@@ -208,7 +209,7 @@ func startGateway(t testing.TB, yaml string, mocks ...*mockUpstream) *testGatewa
 		t.Fatal(err)
 	}
 	g := New(st)
-	tg := &testGateway{t: t, g: g, pool: pool, srv: NewServer(g, nil)}
+	tg := &testGateway{t: t, g: g, pool: pool, srv: NewServer(g, quietLogger{})}
 	mem := fasthttputil.NewInmemoryListener()
 	tcp, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -280,3 +281,11 @@ func bufioReader(c net.Conn) *bufio.Reader {
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	return bufio.NewReader(c)
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// quietLogger drops fasthttp's connection-level error lines, which tests
+// provoke on purpose (oversized bodies, broken requests).
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}

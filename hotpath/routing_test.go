@@ -103,7 +103,7 @@ func TestRoutingReachesTheNamedTarget(t *testing.T) {
 		// b (anthropic) is first in [b, c] and serves the model on chat, so
 		// it alone is called (the mock answers its /v1/messages with a 404,
 		// which is not failover-safe).
-		{"prefix, first chain member", chat, `{"model":"claude-3-5"}`, "", "1", "b"},
+		{"prefix, first chain member", chat, `{"model":"claude-3-5","messages":[{"role":"user","content":"hi"}]}`, "", "1", "b"},
 		{"user", chat, `{"model":"m-1","user":"vip"}`, "", "2", "c"},
 		{"user mismatch falls through to fallback", chat, `{"model":"base-model","user":"nobody"}`, "", "fallback", "a"},
 		{"metadata string", chat, `{"model":"m-1"}`, `{"tier":"gold"}`, "3", "d"},
