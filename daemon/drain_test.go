@@ -1,0 +1,276 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchyard/switchyard/bench/mock"
+)
+
+// buildBinary builds switchyard from the repository root into dir.
+func buildBinary(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "switchyard")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	cmd.Dir = ".." // the module root holds main.go
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+const drainStreamEvents = 15
+
+func drainConfig(slow, streamer string) string {
+	return fmt.Sprintf(`
+server: {listen: "127.0.0.1:1", shutdown_timeout: 20s}
+strategy:
+  mode: conditional
+  conditions:
+    - {key: model, value: m-slow, target_key: slow}
+    - {key: model, value: m-stream, target_key: streamer}
+targets:
+  - {virtual_key: slow, provider: openai, base_url: %q, api_key: k1}
+  - {virtual_key: streamer, provider: openai, base_url: %q, api_key: k2}
+`, slow, streamer)
+}
+
+// TestSIGTERMDrainsProcess runs the built binary, starts a slow request and
+// a stream through it, sends SIGTERM and checks: the drain starts, /readyz
+// answers 503 on a request that arrives during the drain, new connections
+// are refused, the slow answer and the whole stream (ending with [DONE])
+// arrive, and the process exits 0.
+func TestSIGTERMDrainsProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	bin := buildBinary(t, dir)
+	slow := startMock(t, mock.Options{Name: "slow", Latency: 1500 * time.Millisecond})
+	streamer := startMock(t, mock.Options{Name: "streamer", StreamEvents: drainStreamEvents,
+		StreamInterval: 100 * time.Millisecond})
+	path := filepath.Join(dir, "switchyard.yaml")
+	writeFile(t, path, drainConfig(slow.BaseURL(), streamer.BaseURL()))
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "-config", path, "-listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "SWITCHYARD_CONFIG=")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	addrc := make(chan string, 1)
+	drainc := make(chan struct{})
+	logsDone := make(chan struct{})
+	go func() {
+		defer close(logsDone)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(logs, line)
+			var rec struct{ Message, Addr string }
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				continue
+			}
+			switch {
+			case rec.Message == "serving":
+				addrc <- rec.Addr
+			case strings.HasPrefix(rec.Message, "draining"):
+				close(drainc)
+			}
+		}
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no serving line:\n%s", logs)
+	}
+	base := "http://" + addr
+
+	// A probe that will arrive during the drain: its connection is open and
+	// its first bytes are in, so the server counts it as active.
+	probe, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	if _, err := io.WriteString(probe, "GET /readyz HTTP/1.1\r\nHost: gw\r\n"); err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		a    answer
+		err  error
+		done time.Time
+	}
+	slowc, streamc := make(chan result, 1), make(chan result, 1)
+	streamHeaders := make(chan struct{})
+	c := newClient()
+	go func() {
+		a, err := chat(c, base, "m-slow", false)
+		slowc <- result{a, err, time.Now()}
+	}()
+	go func() {
+		resp, err := c.Post(base+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"m-stream","stream":true,"messages":[]}`))
+		close(streamHeaders)
+		if err != nil {
+			streamc <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		streamc <- result{answer{status: resp.StatusCode, target: resp.Header.Get("X-Gateway-Target"), body: string(b)}, err, time.Now()}
+	}()
+	<-streamHeaders // the stream has committed to the client
+	waitFor(t, 5*time.Second, "the slow request to reach its upstream", func() bool { return slow.Stats().Requests == 1 })
+
+	sigAt := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-drainc:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no drain line after SIGTERM:\n%s", logs)
+	}
+	// The listener closes: new connections are refused.
+	waitFor(t, 3*time.Second, "the listener to close", func() bool {
+		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			return true
+		}
+		conn.Close()
+		return false
+	})
+	// The probe, finished now, sees /readyz 503.
+	if _, err := io.WriteString(probe, "\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = probe.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(probe), nil)
+	if err != nil {
+		t.Fatalf("readyz during the drain: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "draining") {
+		t.Fatalf("readyz during the drain: %d %q, want 503 draining", resp.StatusCode, body)
+	}
+
+	finished := func(name string, ch chan result) answer {
+		t.Helper()
+		select {
+		case r := <-ch:
+			if r.err != nil || r.a.status != http.StatusOK {
+				t.Fatalf("%s during the drain: status %d, err %v, body %s", name, r.a.status, r.err, r.a.body)
+			}
+			if !r.done.After(sigAt) {
+				t.Fatalf("%s finished before SIGTERM; the test proves nothing", name)
+			}
+			return r.a
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s did not finish during the drain", name)
+		}
+		return answer{}
+	}
+	if a := finished("slow request", slowc); a.target != "slow" || !strings.Contains(a.body, `"chat.completion"`) {
+		t.Fatalf("slow answer from %q: %s", a.target, a.body)
+	}
+	if a := finished("stream", streamc); a.target != "streamer" {
+		t.Fatalf("stream answered by %q", a.target)
+	} else if err := checkStream(a.body, drainStreamEvents); err != nil {
+		t.Fatalf("stream cut by the drain: %v\n%s", err, a.body)
+	}
+	if slow.Stats().Requests != 1 || streamer.Stats().Streams != 1 {
+		t.Fatalf("upstream calls: slow %d, streams %d; want 1 each", slow.Stats().Requests, streamer.Stats().Streams)
+	}
+
+	waitErr := make(chan error, 1)
+	go func() { <-logsDone; waitErr <- cmd.Wait() }()
+	select {
+	case err := <-waitErr:
+		if err != nil {
+			t.Fatalf("process exit: %v\n%s", err, logs)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("process did not exit after the drain:\n%s", logs)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	if !strings.Contains(logs.String(), "drained; exiting") {
+		t.Fatalf("no clean drain line:\n%s", logs)
+	}
+}
+
+// TestDrainCutShort: when server.shutdown_timeout passes with a request
+// still running, or a second SIGTERM/SIGINT arrives during the drain, run
+// stops waiting, logs why and still returns 0.
+func TestDrainCutShort(t *testing.T) {
+	for _, tc := range []struct {
+		name, timeout, logLine string
+		second                 os.Signal
+	}{
+		{"timeout", "300ms", "shutdown_timeout reached", nil},
+		{"second signal", "30s", "drain cut short by a second signal", os.Interrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			slow := startMock(t, mock.Options{Latency: 2 * time.Second})
+			path := cfgPath(t)
+			body := strings.Replace(oneTarget("127.0.0.1:1", slow.BaseURL(), ""),
+				"server: {", "server: {shutdown_timeout: "+tc.timeout+", ", 1)
+			writeFile(t, path, body)
+
+			sigs := make(chan os.Signal, 2)
+			logs := &syncBuffer{}
+			started := make(chan *Daemon, 1)
+			exit := make(chan int, 1)
+			go func() { exit <- run(path, "127.0.0.1:0", logs, sigs, func(d *Daemon) { started <- d }) }()
+			d := <-started
+			go func() { _, _ = chat(newClient(), "http://"+d.Addr().String(), "m", false) }()
+			waitFor(t, 5*time.Second, "the request to reach its upstream", func() bool { return slow.Stats().Requests == 1 })
+
+			t0 := time.Now()
+			sigs <- syscall.SIGTERM
+			if tc.second != nil {
+				waitFor(t, 5*time.Second, "the drain to start", func() bool { return strings.Contains(logs.String(), "draining") })
+				sigs <- tc.second
+			}
+			select {
+			case code := <-exit:
+				if code != 0 {
+					t.Fatalf("exit %d, want 0", code)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the drain was not cut short")
+			}
+			if took := time.Since(t0); took > 1500*time.Millisecond {
+				t.Fatalf("drain took %v; the 2 s request was waited for", took)
+			}
+			if !strings.Contains(logs.String(), tc.logLine) {
+				t.Fatalf("no %q line:\n%s", tc.logLine, logs)
+			}
+		})
+	}
+}
