@@ -218,18 +218,22 @@ func (s *scanner) str() bool {
 	if !s.eat('"') {
 		return false
 	}
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '\\':
-			s.i += 2
-		case '"':
-			s.i++
+	for {
+		j := bytes.IndexByte(s.b[s.i:], '"')
+		if j < 0 {
+			return false
+		}
+		k := s.i + j
+		// The quote is escaped when an odd run of backslashes precedes it.
+		n := 0
+		for p := k - 1; p >= s.i && s.b[p] == '\\'; p-- {
+			n++
+		}
+		s.i = k + 1
+		if n%2 == 0 {
 			return true
-		default:
-			s.i++
 		}
 	}
-	return false
 }
 
 const maxDepth = 512

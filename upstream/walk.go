@@ -45,11 +45,12 @@ type Result struct {
 	Stream bool
 }
 
-// Observer receives the events of a walk, for metrics and logs. Methods are
-// called synchronously from the walk (StreamEnd from the server's stream
-// writer goroutine, after the handler returned) and must be quick and safe
-// for concurrent use. Target pointers are valid for the call only in the
-// sense that their fields are immutable; do not keep RequestCtx data.
+// Observer receives the events of a walk, for metrics and logs. Methods
+// must be quick and safe for concurrent use. Attempt, Skip and Failover are
+// called synchronously from Walk. StreamEnd is called from the goroutine
+// that relays a committed stream (fasthttp's stream writer): it can run
+// before Walk has returned as well as long after the handler returned, so
+// it must not touch the RequestCtx or anything pooled per request.
 type Observer interface {
 	// Attempt reports one upstream call: its class, the HTTP status (0 for
 	// a transport error or timeout) and how long it took.
