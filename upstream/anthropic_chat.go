@@ -446,7 +446,8 @@ type chunkWriter struct {
 }
 
 func newChunkWriter(c *Call) chunkWriter {
-	w := chunkWriter{created: time.Now().Unix(), model: c.Model}
+	// The model is copied: the decoder outlives Walk, c.Model does not.
+	w := chunkWriter{created: time.Now().Unix(), model: append([]byte(nil), c.Model...)}
 	p := chatParsers.Get()
 	if v, err := p.ParseBytes(c.Body); err == nil {
 		w.includeUsage = v.GetBool("stream_options", "include_usage")
