@@ -1,0 +1,358 @@
+package mock
+
+import (
+	"errors"
+	"io"
+	"net/url"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/bytebufferpool"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fastjson"
+)
+
+// Surfaces the mock counts separately.
+const (
+	surfChat = iota
+	surfCompletions
+	surfEmbeddings
+	surfImages
+	surfModels
+	numSurfaces
+)
+
+var surfacePaths = [numSurfaces]string{
+	"/v1/chat/completions", "/v1/completions", "/v1/embeddings",
+	"/v1/images/generations", "/v1/models",
+}
+
+var bufPool bytebufferpool.Pool
+
+// makeContent returns n bytes of plain ASCII prose (no JSON escaping needed).
+func makeContent(n int) string {
+	const words = "the quick brown fox jumps over the lazy dog "
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = words[i%len(words)]
+	}
+	return string(b)
+}
+
+func (s *Server) appendChat(dst []byte, id uint64, model []byte) []byte {
+	dst = append(dst, `{"id":"chatcmpl-mock-`...)
+	dst = strconv.AppendUint(dst, id, 10)
+	dst = append(dst, `","object":"chat.completion","created":`...)
+	dst = strconv.AppendInt(dst, time.Now().Unix(), 10)
+	dst = append(dst, `,"model":`...)
+	dst = appendJSONString(dst, string(model))
+	dst = append(dst, `,"system_fingerprint":`...)
+	dst = appendJSONString(dst, s.opts.Name)
+	dst = append(dst, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
+	dst = append(dst, s.content...)
+	dst = append(dst, `","refusal":null},"logprobs":null,"finish_reason":"stop"}],`...)
+	return s.appendUsage(dst)
+}
+
+func (s *Server) appendCompletion(dst []byte, id uint64, model []byte) []byte {
+	dst = append(dst, `{"id":"cmpl-mock-`...)
+	dst = strconv.AppendUint(dst, id, 10)
+	dst = append(dst, `","object":"text_completion","created":`...)
+	dst = strconv.AppendInt(dst, time.Now().Unix(), 10)
+	dst = append(dst, `,"model":`...)
+	dst = appendJSONString(dst, string(model))
+	dst = append(dst, `,"system_fingerprint":`...)
+	dst = appendJSONString(dst, s.opts.Name)
+	dst = append(dst, `,"choices":[{"text":"`...)
+	dst = append(dst, s.content...)
+	dst = append(dst, `","index":0,"logprobs":null,"finish_reason":"stop"}],`...)
+	return s.appendUsage(dst)
+}
+
+func (s *Server) appendUsage(dst []byte) []byte {
+	completion := len(s.content)/4 + 1
+	dst = append(dst, `"usage":{"prompt_tokens":8,"completion_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(completion), 10)
+	dst = append(dst, `,"total_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(completion+8), 10)
+	return append(dst, "}}"...)
+}
+
+// appendEmbeddings answers one embedding per input string (an array input
+// counts its elements; anything else counts as one).
+func (s *Server) appendEmbeddings(dst []byte, model []byte, input *fastjson.Value) []byte {
+	n := 1
+	if input != nil && input.Type() == fastjson.TypeArray {
+		if a, _ := input.Array(); len(a) > 0 {
+			n = len(a)
+		}
+	}
+	dim := max(s.opts.ResponseBytes/8, 1)
+	dst = append(dst, `{"object":"list","data":[`...)
+	for i := range n {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"object":"embedding","index":`...)
+		dst = strconv.AppendInt(dst, int64(i), 10)
+		dst = append(dst, `,"embedding":[`...)
+		for j := range dim {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, "0.0"...)
+			dst = strconv.AppendInt(dst, int64((i+j)%10), 10)
+		}
+		dst = append(dst, "]}"...)
+	}
+	dst = append(dst, `],"model":`...)
+	dst = appendJSONString(dst, string(model))
+	dst = append(dst, `,"usage":{"prompt_tokens":8,"total_tokens":8}}`...)
+	return dst
+}
+
+// appendImages answers n (1..10) image URLs on a reserved domain.
+func (s *Server) appendImages(dst []byte, n int) []byte {
+	n = min(max(n, 1), 10)
+	dst = append(dst, `{"created":`...)
+	dst = strconv.AppendInt(dst, time.Now().Unix(), 10)
+	dst = append(dst, `,"data":[`...)
+	for i := range n {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"url":"https://mock.invalid/`...)
+		dst = append(dst, url.PathEscape(s.opts.Name)...)
+		dst = append(dst, '/')
+		dst = strconv.AppendInt(dst, int64(i), 10)
+		dst = append(dst, `.png","revised_prompt":null}`...)
+	}
+	return append(dst, "]}"...)
+}
+
+func appendModels(dst []byte, o Options) []byte {
+	dst = append(dst, `{"object":"list","data":[`...)
+	for i, m := range o.Models {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":`...)
+		dst = appendJSONString(dst, m)
+		dst = append(dst, `,"object":"model","created":1700000000,"owned_by":`...)
+		dst = appendJSONString(dst, o.Name)
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
+}
+
+// stream answers with an SSE stream of StreamEvents chunks after delay, then
+// "data: [DONE]". When cut is non-nil the stream instead stops after
+// cut.After events: with cut.abort the body is broken off (the client sees a
+// transport error mid-body), otherwise an error event ends it without [DONE].
+func (s *Server) stream(ctx *fasthttp.RequestCtx, surface int, model string, delay time.Duration, cut *injection) {
+	r := &eventReader{
+		s: s, surface: surface, model: model, delay: delay, cut: cut,
+		id: s.seq.Add(1), created: time.Now().Unix(), after: -1,
+		buf: bufPool.Get(),
+	}
+	if cut != nil {
+		r.after = min(cut.After, s.opts.StreamEvents)
+	}
+	ctx.SetContentType("text/event-stream")
+	ctx.Response.Header.Set("Cache-Control", "no-cache")
+	// A reader rather than SetBodyStreamWriter: fasthttp writes (and
+	// flushes) one chunk per Read, so each event leaves at once, and a Read
+	// error breaks the chunked body off the way a dying upstream would.
+	ctx.Response.SetBodyStream(r, -1)
+}
+
+// errCut is the read error that breaks a stream off (KindCut).
+var errCut = errors.New("mock: stream cut")
+
+// eventReader produces one SSE event per Read. Not safe for concurrent use
+// (fasthttp reads it from the connection's goroutine only).
+type eventReader struct {
+	s       *Server
+	surface int
+	model   string
+	delay   time.Duration
+	cut     *injection
+	id      uint64
+	created int64
+	after   int // event index at which cut applies; -1 = none
+	next    int // next event index; StreamEvents = [DONE]
+	done    bool
+	buf     *bytebufferpool.ByteBuffer
+	off     int // unread offset in buf
+}
+
+func (r *eventReader) Read(p []byte) (int, error) {
+	if r.off < len(r.buf.B) {
+		n := copy(p, r.buf.B[r.off:])
+		r.off += n
+		return n, nil
+	}
+	if r.done {
+		return 0, io.EOF
+	}
+	events := r.s.opts.StreamEvents
+	i := r.next
+	r.next++
+	switch {
+	case i == 0 && r.delay > 0:
+		time.Sleep(r.delay)
+	case i > 0 && r.s.opts.StreamInterval > 0:
+		time.Sleep(r.s.opts.StreamInterval)
+	}
+	switch {
+	case i == r.after && r.cut.abort:
+		r.done = true
+		return 0, errCut
+	case i == r.after:
+		r.buf.B = append(r.buf.B[:0], "data: "...)
+		r.buf.B = appendErrorBody(r.buf.B, r.cut.Status, r.cut.Code, r.cut.message(r.s.opts.Name))
+		r.buf.B = append(r.buf.B, "\n\n"...)
+		r.done = true
+	case i == events:
+		r.buf.B = append(r.buf.B[:0], "data: [DONE]\n\n"...)
+		r.done = true
+	default:
+		r.buf.B = r.s.appendChunk(r.buf.B[:0], r.surface, r.id, r.created, r.model, i, events)
+	}
+	n := copy(p, r.buf.B)
+	r.off = n
+	return n, nil
+}
+
+// Close returns the buffer to the pool; fasthttp calls it when the body is
+// written or abandoned.
+func (r *eventReader) Close() error {
+	if r.buf != nil {
+		bufPool.Put(r.buf)
+		r.buf = nil
+	}
+	return nil
+}
+
+// appendChunk appends event i of n as an SSE "data:" line. The completion
+// text is spread over the events; the last one carries finish_reason "stop".
+func (s *Server) appendChunk(dst []byte, surface int, id uint64, created int64, model string, i, n int) []byte {
+	per := len(s.content) / n
+	piece := s.content[i*per : (i+1)*per]
+	if i == n-1 {
+		piece = s.content[i*per:]
+	}
+	dst = append(dst, "data: "...)
+	if surface == surfCompletions {
+		dst = append(dst, `{"id":"cmpl-mock-`...)
+	} else {
+		dst = append(dst, `{"id":"chatcmpl-mock-`...)
+	}
+	dst = strconv.AppendUint(dst, id, 10)
+	if surface == surfCompletions {
+		dst = append(dst, `","object":"text_completion","created":`...)
+	} else {
+		dst = append(dst, `","object":"chat.completion.chunk","created":`...)
+	}
+	dst = strconv.AppendInt(dst, created, 10)
+	dst = append(dst, `,"model":`...)
+	dst = appendJSONString(dst, model)
+	dst = append(dst, `,"system_fingerprint":`...)
+	dst = appendJSONString(dst, s.opts.Name)
+	if surface == surfCompletions {
+		dst = append(dst, `,"choices":[{"text":"`...)
+		dst = append(dst, piece...)
+		dst = append(dst, `","index":0,"logprobs":null,"finish_reason":`...)
+	} else {
+		dst = append(dst, `,"choices":[{"index":0,"delta":{`...)
+		if i == 0 {
+			dst = append(dst, `"role":"assistant",`...)
+		}
+		dst = append(dst, `"content":"`...)
+		dst = append(dst, piece...)
+		dst = append(dst, `"},"logprobs":null,"finish_reason":`...)
+	}
+	if i == n-1 {
+		dst = append(dst, `"stop"`...)
+	} else {
+		dst = append(dst, "null"...)
+	}
+	return append(dst, "}]}\n\n"...)
+}
+
+// writeError writes an OpenAI error envelope with status.
+func writeError(ctx *fasthttp.RequestCtx, status int, typ, code, message string) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	b := bufPool.Get()
+	b.B = append(b.B[:0], `{"error":{"message":`...)
+	b.B = appendJSONString(b.B, message)
+	b.B = append(b.B, `,"type":`...)
+	b.B = appendJSONString(b.B, typ)
+	b.B = append(b.B, `,"param":null,"code":`...)
+	b.B = appendJSONString(b.B, code)
+	b.B = append(b.B, "}}"...)
+	ctx.SetBody(b.B)
+	bufPool.Put(b)
+}
+
+// appendErrorBody appends {"error":{...}} for an injected failure.
+func appendErrorBody(dst []byte, status int, code, message string) []byte {
+	dst = append(dst, `{"error":{"message":`...)
+	dst = appendJSONString(dst, message)
+	dst = append(dst, `,"type":`...)
+	dst = appendJSONString(dst, errorType(status))
+	dst = append(dst, `,"param":null,"code":`...)
+	if code == "" {
+		dst = append(dst, "null"...)
+	} else {
+		dst = appendJSONString(dst, code)
+	}
+	return append(dst, "}}"...)
+}
+
+// errorType is the OpenAI error type a real provider uses for status.
+func errorType(status int) string {
+	switch {
+	case status == 429:
+		return "rate_limit_error"
+	case status == 401 || status == 403:
+		return "authentication_error"
+	case status >= 500:
+		return "server_error"
+	default:
+		return "invalid_request_error"
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string literal; invalid UTF-8 becomes
+// U+FFFD so the output is always valid JSON.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, `\ufffd`...)
+		} else {
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}
