@@ -1,0 +1,131 @@
+package telemetry
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/upstream"
+)
+
+// Bounds on request-supplied values written to the access log, so a client
+// cannot make one log line arbitrarily long.
+const (
+	// MaxModelBytes is the most of the model id an access line holds.
+	MaxModelBytes = 256
+	// MaxRequestIDBytes is the most of the request id an access line holds.
+	MaxRequestIDBytes = 128
+)
+
+// Entry is what the access log records about one request (SPEC §6). It has
+// no field for headers, bodies or credentials on purpose: nothing secret
+// can reach an access line. The byte slices are read during Log only and
+// may be reused afterwards.
+type Entry struct {
+	// RequestID is the X-Request-Id echoed or generated.
+	RequestID []byte
+	// Surface is the API surface.
+	Surface router.Surface
+	// Model is the model id the client asked for (request input: written as
+	// an escaped JSON string, truncated to MaxModelBytes).
+	Model []byte
+	// Rule is the matched condition's 0-based index; -1 (any negative) is
+	// the no-match fallback.
+	Rule int
+	// Walked holds the names of the chain members the walk reached, in
+	// order (tried or skipped); nil = none.
+	Walked []string
+	// Target is the name of the last member tried ("" = none).
+	Target string
+	// Attempts is the number of upstream calls made.
+	Attempts int
+	// Status is the HTTP status written to the client.
+	Status int
+	// Latency is the time from the request's arrival to its end (for a
+	// stream: to the stream's end when logged then).
+	Latency time.Duration
+	// TTFB is the time to the first byte from the upstream; logged for
+	// streams only.
+	TTFB time.Duration
+	// Stream is true for a streamed answer.
+	Stream bool
+	// Class is the request's outcome class (upstream.ClassOK on success).
+	Class upstream.Class
+}
+
+// AccessLog writes one line a request through a zerolog.Logger. A nil
+// *AccessLog logs nothing (access_log: false). Safe for concurrent use.
+type AccessLog struct {
+	l zerolog.Logger
+}
+
+// NewAccessLog returns an access log writing through l. Access lines are
+// written at info level even when l's level is higher (warn, error): the
+// config's access_log switch, not log.level, decides whether they are
+// written. A disabled logger (zerolog.Disabled or zerolog.Nop) writes none.
+func NewAccessLog(l zerolog.Logger) *AccessLog {
+	if lv := l.GetLevel(); lv > zerolog.InfoLevel && lv < zerolog.Disabled {
+		l = l.Level(zerolog.InfoLevel)
+	}
+	return &AccessLog{l: l}
+}
+
+// Log writes e as one line with the fields request_id, surface, model
+// (model_truncated: true when cut), rule ("fallback" or the index, always a
+// string so the field has one type), chain (array of target names),
+// target, attempts, status, outcome (the class name), stream, latency_ms
+// and, for streams, ttfb_ms (milliseconds, microsecond precision). It does
+// not allocate.
+func (a *AccessLog) Log(e *Entry) {
+	if a == nil || e == nil {
+		return
+	}
+	ev := a.l.Info()
+	if ev == nil {
+		return // disabled
+	}
+	model, cut := truncateUTF8(e.Model, MaxModelBytes)
+	reqID, _ := truncateUTF8(e.RequestID, MaxRequestIDBytes)
+	ev.Bytes("request_id", reqID).
+		Str("surface", e.Surface.String()).
+		Bytes("model", model)
+	if cut {
+		ev.Bool("model_truncated", true)
+	}
+	if e.Rule < 0 {
+		ev.Str("rule", "fallback")
+	} else {
+		var buf [20]byte
+		ev.Bytes("rule", strconv.AppendInt(buf[:0], int64(e.Rule), 10))
+	}
+	ev.Strs("chain", e.Walked).
+		Str("target", e.Target).
+		Int("attempts", e.Attempts).
+		Int("status", e.Status).
+		Str("outcome", e.Class.String()).
+		Bool("stream", e.Stream).
+		Float64("latency_ms", millis(e.Latency))
+	if e.Stream {
+		ev.Float64("ttfb_ms", millis(e.TTFB))
+	}
+	ev.Msg("request")
+}
+
+// millis returns d in milliseconds with microsecond precision.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+
+// truncateUTF8 returns b cut to at most n bytes, backing off to the start
+// of a UTF-8 sequence so a multi-byte character is not split; cut reports
+// whether anything was dropped.
+func truncateUTF8(b []byte, n int) (out []byte, cut bool) {
+	if len(b) <= n {
+		return b, false
+	}
+	i := n
+	for k := 0; k < 3 && i > 0 && b[i]&0xC0 == 0x80; k++ {
+		i--
+	}
+	return b[:i], true
+}
