@@ -1,0 +1,63 @@
+// Command bareproxy runs the baseline proxy of package bench/bareproxy: it
+// forwards everything on -listen to -upstream. Its first line on stdout is
+// "listening http://ADDR". With -metrics ADDR it also serves the Go runtime
+// counters (go_memstats_mallocs_total, ...) in Prometheus text format on
+// ADDR/metrics, on a separate listener so the proxied path stays untouched.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/bench/bareproxy"
+)
+
+func main() {
+	log := zerolog.New(os.Stderr).With().Timestamp().Str("component", "bareproxy").Logger()
+	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
+	upstream := flag.String("upstream", "", "upstream host:port (an http:// URL is accepted; its path is ignored)")
+	metricsAddr := flag.String("metrics", "", "optional address serving Go runtime metrics on /metrics")
+	flag.Parse()
+	up := strings.TrimPrefix(*upstream, "http://")
+	if i := strings.IndexByte(up, '/'); i >= 0 {
+		up = up[:i]
+	}
+	if up == "" {
+		log.Fatal().Msg("-upstream is required")
+	}
+
+	ln, err := net.Listen("tcp4", *listen)
+	if err != nil {
+		log.Fatal().Err(err).Str("listen", *listen).Msg("cannot listen")
+	}
+	srv := bareproxy.NewServer(bareproxy.New(up))
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			log.Fatal().Err(err).Msg("serve")
+		}
+	}()
+	if *metricsAddr != "" {
+		go func() {
+			err := fasthttp.ListenAndServe(*metricsAddr, func(ctx *fasthttp.RequestCtx) {
+				metrics.WriteProcessMetrics(ctx)
+			})
+			log.Error().Err(err).Msg("metrics listener stopped")
+		}()
+	}
+	fmt.Println("listening http://" + ln.Addr().String())
+	log.Info().Str("addr", ln.Addr().String()).Str("upstream", up).Msg("bare proxy ready")
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	_ = srv.Shutdown()
+}
