@@ -93,12 +93,12 @@ func TestStreamTimeoutBeforeFirstByteFailsOver(t *testing.T) {
 
 func TestStreamNotCutByAttemptTimeoutAfterCommit(t *testing.T) {
 	h := newHarness(t)
-	// Five 40ms gaps: 200ms in all, over the 100ms attempt timeout, each gap
-	// under it.
-	h.mock("a", sse(40*time.Millisecond, ev1, ev2, ev1, ev2, done))
+	// Six 50ms gaps: 300ms in all, over the 200ms attempt timeout, each gap
+	// well under it.
+	h.mock("a", sse(50*time.Millisecond, ev1, ev2, ev1, ev2, ev1, done))
 	obs := newRec()
-	rc, _ := h.walk(chatCall(true), []*Target{h.target("a", func(ct *config.Target) { ct.Timeout = 100 * time.Millisecond })}, 5*time.Second, obs)
-	if got := streamBody(t, rc); got != ev1+ev2+ev1+ev2+done {
+	rc, _ := h.walk(chatCall(true), []*Target{h.target("a", func(ct *config.Target) { ct.Timeout = 200 * time.Millisecond })}, 5*time.Second, obs)
+	if got := streamBody(t, rc); got != ev1+ev2+ev1+ev2+ev1+done {
 		t.Fatalf("stream body %q", got)
 	}
 	if end := waitEnd(t, obs); end.Class != ClassOK {
