@@ -194,7 +194,9 @@ func (p *Pool) newHostClient(u *url.URL, maxConns int) *fasthttp.HostClient {
 	}
 	dial := p.Dial
 	if dial == nil {
-		dial = func(a string) (net.Conn, error) { return fasthttp.DialTimeout(a, dialTimeout) }
+		// Dual stack: a local server may listen on [::1] only; fasthttp's
+		// plain Dial is tcp4-only.
+		dial = func(a string) (net.Conn, error) { return fasthttp.DialDualStackTimeout(a, dialTimeout) }
 	}
 	hc := &fasthttp.HostClient{
 		Addr:  addr,
@@ -242,6 +244,10 @@ func (p *Pool) newHostClient(u *url.URL, maxConns int) *fasthttp.HostClient {
 		// idle deadline per event instead.
 		ReadTimeout:  0,
 		WriteTimeout: writeTimeout,
+		// Provider answers carry many headers (rate-limit counters, tracing,
+		// CDN cookies); the 4 KiB default can fail a whole answer with
+		// "small read buffer".
+		ReadBufferSize: 16 << 10,
 		// Upstreams see no fasthttp User-Agent; adapters set their own
 		// headers.
 		NoDefaultUserAgentHeader: true,
