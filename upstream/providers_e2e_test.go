@@ -3,6 +3,8 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/valyala/fasthttp"
@@ -105,6 +109,11 @@ type e2eGateway struct {
 }
 
 func startE2E(t *testing.T) *e2eGateway {
+	return startE2EWith(t, func(*config.Target) {})
+}
+
+// startE2EWith starts the gateway; bedrockMod adjusts the bedrock target.
+func startE2EWith(t *testing.T, bedrockMod func(*config.Target)) *e2eGateway {
 	g := &e2eGateway{anth: newProviderMock(t), bed: newProviderMock(t)}
 	pool := NewPool()
 	mk := func(ct config.Target) *Target {
@@ -118,11 +127,13 @@ func startE2E(t *testing.T) *e2eGateway {
 		}
 		return tg
 	}
+	bed := config.Target{VirtualKey: "bedrock", Provider: config.ProviderBedrock, BaseURL: g.bed.srv.URL,
+		APIKey: "bedrock-secret", Region: "us-east-1", ModelMap: map[string]string{"claude": "anthropic.claude-sonnet-4-5-v1:0"}}
+	bedrockMod(&bed)
 	chain := []*Target{
 		mk(config.Target{VirtualKey: "anthropic", Provider: config.ProviderAnthropic, BaseURL: g.anth.srv.URL,
 			APIKey: "sk-ant-secret", ModelMap: map[string]string{"claude": "claude-sonnet-4-5"}}),
-		mk(config.Target{VirtualKey: "bedrock", Provider: config.ProviderBedrock, BaseURL: g.bed.srv.URL,
-			APIKey: "bedrock-secret", Region: "us-east-1", ModelMap: map[string]string{"claude": "anthropic.claude-sonnet-4-5-v1:0"}}),
+		mk(bed),
 	}
 	var parsers fastjson.ParserPool
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
@@ -328,5 +339,112 @@ func TestE2EStreamFailoverToBedrockEventStream(t *testing.T) {
 	}
 	if g.anth.calls.Load() != 1 || g.bed.calls.Load() != 1 {
 		t.Errorf("calls anthropic %d bedrock %d", g.anth.calls.Load(), g.bed.calls.Load())
+	}
+}
+
+// verifySigV4 recomputes the signature of a received request with the AWS
+// SDK signer, as the service would, and reports whether it matches.
+func verifySigV4(r *http.Request, body []byte, creds aws.Credentials, region string) (bool, string) {
+	auth := r.Header.Get("Authorization")
+	i := strings.Index(auth, "SignedHeaders=")
+	if i < 0 {
+		return false, "no SignedHeaders in " + auth
+	}
+	signed := auth[i+len("SignedHeaders="):]
+	signed = signed[:strings.IndexByte(signed, ',')]
+	at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
+	if err != nil {
+		return false, "bad X-Amz-Date"
+	}
+	check, _ := http.NewRequest(r.Method, "http://"+r.Host+"/", nil)
+	check.URL.Path, check.URL.RawPath = r.URL.Path, r.URL.RawPath
+	check.Header = http.Header{}
+	for _, h := range strings.Split(signed, ";") {
+		switch h {
+		case "host", "x-amz-date", "x-amz-security-token", "content-length":
+		default:
+			check.Header[http.CanonicalHeaderKey(h)] = r.Header.Values(h)
+		}
+	}
+	if strings.Contains(signed, "content-length") {
+		check.ContentLength = int64(len(body))
+	}
+	sum := sha256.Sum256(body)
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, check, hex.EncodeToString(sum[:]), "bedrock", region, at); err != nil {
+		return false, err.Error()
+	}
+	return check.Header.Get("Authorization") == auth, check.Header.Get("Authorization")
+}
+
+// SigV4 as received over the wire through the walk's HostClient, and
+// Bedrock's own error answers classified from the real response headers.
+func TestE2EBedrockSigV4AndErrors(t *testing.T) {
+	creds := aws.Credentials{AccessKeyID: "AKIDE2E", SecretAccessKey: "e2e/secret+key", SessionToken: "session-e2e"}
+	g := startE2EWith(t, func(ct *config.Target) {
+		ct.APIKey = ""
+		ct.Region = "eu-west-3"
+		ct.AWSAccessKeyID, ct.AWSSecretAccessKey, ct.AWSSessionToken = creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken
+	})
+	g.anth.set(anthropicError(529, "overloaded_error", "Overloaded"))
+	var bedrockAnswer atomic.Value
+	bedrockAnswer.Store("ok")
+	g.bed.set(func(w http.ResponseWriter, r *http.Request) {
+		_, body := g.bed.last()
+		if ok, want := verifySigV4(r, body, creds, "eu-west-3"); !ok {
+			w.Header().Set("x-amzn-ErrorType", "InvalidSignatureException:http://internal.amazon.com/coral/com.amazon.coral.service/")
+			w.WriteHeader(403)
+			io.WriteString(w, `{"message":"signature mismatch; want `+want+`"}`) //nolint:errcheck
+			return
+		}
+		if r.Header.Get("X-Amz-Security-Token") != creds.SessionToken {
+			w.WriteHeader(403)
+			return
+		}
+		switch bedrockAnswer.Load() {
+		case "too long":
+			w.Header().Set("x-amzn-ErrorType", "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/")
+			w.WriteHeader(400)
+			io.WriteString(w, `{"message":"Input is too long for requested model."}`) //nolint:errcheck
+		case "throttled":
+			w.Header().Set("x-amzn-ErrorType", "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/")
+			w.WriteHeader(429)
+			io.WriteString(w, `{"message":"Too many requests, please wait before trying again."}`) //nolint:errcheck
+		default:
+			bedrockConverseOK("signed hello")(w, r)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	comp, err := g.client.Chat.Completions.New(ctx, e2eParams())
+	if err != nil {
+		t.Fatalf("signed request refused: %v", err)
+	}
+	if comp.Choices[0].Message.Content != "signed hello" {
+		t.Fatalf("completion %+v", comp)
+	}
+	r, _ := g.bed.last()
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKIDE2E/") ||
+		!strings.Contains(r.Header.Get("Authorization"), "/eu-west-3/bedrock/aws4_request") {
+		t.Errorf("Authorization %q", r.Header.Get("Authorization"))
+	}
+
+	// Bedrock is the last member: its context-length error reaches the
+	// client as its own 400.
+	bedrockAnswer.Store("too long")
+	_, err = g.client.Chat.Completions.New(ctx, e2eParams())
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "context_length_exceeded" ||
+		apiErr.Message != "Input is too long for requested model." {
+		t.Fatalf("want bedrock's context-length 400, got %v", err)
+	}
+
+	bedrockAnswer.Store("throttled")
+	_, err = g.client.Chat.Completions.New(ctx, e2eParams())
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Code != "rate_limit_exceeded" {
+		t.Fatalf("want 429 rate_limit_exceeded, got %v", err)
+	}
+	if n := g.bed.calls.Load(); n != 3 {
+		t.Errorf("bedrock calls %d, want 3", n)
 	}
 }
