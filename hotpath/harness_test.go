@@ -55,8 +55,39 @@ type mockUpstream struct {
 	hang    time.Duration
 	release chan struct{}
 
+	// retryAfter is the Retry-After of fault429 ("30" unless a test sets it
+	// before the first request).
+	retryAfter string
+	// log, when set, records every call in arrival order across mocks.
+	log *callLog
+
 	mu   sync.Mutex
 	seen []seenRequest
+}
+
+// callLog records calls to several mocks in the order they arrived.
+type callLog struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (l *callLog) add(name string) {
+	l.mu.Lock()
+	l.names = append(l.names, name)
+	l.mu.Unlock()
+}
+
+// since returns the calls recorded after the first n.
+func (l *callLog) since(n int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.names[n:]...)
+}
+
+func (l *callLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.names)
 }
 
 func startMock(t testing.TB, name string) *mockUpstream {
@@ -65,7 +96,7 @@ func startMock(t testing.TB, name string) *mockUpstream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &mockUpstream{name: name, url: "http://" + ln.Addr().String() + "/v1", hang: 3 * time.Second, release: make(chan struct{})}
+	m := &mockUpstream{name: name, url: "http://" + ln.Addr().String() + "/v1", hang: 3 * time.Second, retryAfter: "30", release: make(chan struct{})}
 	srv := &fasthttp.Server{Handler: m.serve, NoDefaultServerHeader: true, Logger: quietLogger{}}
 	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
 	t.Cleanup(func() {
@@ -85,6 +116,9 @@ func (m *mockUpstream) requests() []seenRequest {
 
 func (m *mockUpstream) serve(rc *fasthttp.RequestCtx) {
 	m.calls.Add(1)
+	if m.log != nil {
+		m.log.add(m.name)
+	}
 	m.mu.Lock()
 	m.seen = append(m.seen, seenRequest{
 		Path:      string(rc.Path()),
@@ -99,7 +133,7 @@ func (m *mockUpstream) serve(rc *fasthttp.RequestCtx) {
 	case fault503:
 		openAIError(rc, 503, "overloaded", "server_error", "")
 	case fault429:
-		rc.Response.Header.Set("Retry-After", "30")
+		rc.Response.Header.Set("Retry-After", m.retryAfter)
 		openAIError(rc, 429, "slow down", "rate_limit_error", "rate_limit_exceeded")
 	case fault408:
 		openAIError(rc, 408, "too slow", "server_error", "")
@@ -160,6 +194,15 @@ func (m *mockUpstream) answer(rc *fasthttp.RequestCtx) {
 			`","choices":[{"index":0,"message":{"role":"assistant","content":"hello from ` + m.name +
 			`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":3,"total_tokens":4}}`)
 	case "/v1/completions":
+		if stream {
+			rc.SetContentType("text/event-stream")
+			chunk := func(text, finish string) string {
+				return `data: {"id":"cmpl-1","object":"text_completion","created":1,"model":"` + model +
+					`","choices":[{"index":0,"text":"` + text + `","finish_reason":` + finish + `}]}` + "\n\n"
+			}
+			rc.SetBodyString(chunk("hello ", "null") + chunk("from "+m.name, `"stop"`) + "data: [DONE]\n\n")
+			return
+		}
 		rc.SetBodyString(`{"id":"cmpl-1","object":"text_completion","created":1,"model":"` + model +
 			`","choices":[{"index":0,"text":"hello from ` + m.name + `","finish_reason":"stop"}]}`)
 	case "/v1/embeddings":
@@ -235,6 +278,7 @@ func (tg *testGateway) reload(yaml string, mocks ...*mockUpstream) {
 		tg.t.Fatal(err)
 	}
 	tg.g.Store(st)
+	tg.pool.Retain(st.Targets) // as main does: drop identities no config uses
 }
 
 // response is a finished answer, copied out of fasthttp's pooled objects.
