@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -66,7 +67,12 @@ func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 		root:      pos{1, 1},
 		budget:    maxValues,
 	}
-	f, err := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
+	// Duplicate keys are detected per mapping by the decoder, which reports
+	// them all with both lines; the parser would stop at the first. A UTF-8
+	// byte order mark (some Windows editors write one) is not part of the
+	// first key.
+	src := bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	f, err := parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		return nil, &Error{Problems: []Problem{syntaxProblem(file, err)}}
 	}

@@ -363,3 +363,19 @@ func TestProviderSurfaces(t *testing.T) {
 		}
 	}
 }
+
+func TestCRLFAndByteOrderMark(t *testing.T) {
+	crlf := strings.ReplaceAll(baseYAML, "\n", "\r\n")
+	if cfg := mustParse(t, crlf, noEnv); cfg.Targets[1].Line != 30 || cfg.Strategy.Conditions[0].Value != "gpt-4o" {
+		t.Errorf("CRLF config decoded wrongly: line %d, value %q", cfg.Targets[1].Line, cfg.Strategy.Conditions[0].Value)
+	}
+	bad := strings.Replace(crlf, "level: info", "level: loud", 1)
+	checkProblems(t, bad, problemsOf(t, bad, noEnv), []want{{"log.level", 7, "loud", `"loud" is not a log level; want debug, info, warn or error`}})
+
+	bom := "\ufeff" + baseYAML
+	cfg := mustParse(t, bom, noEnv)
+	sum := sha256.Sum256([]byte(bom))
+	if cfg.Hash != hex.EncodeToString(sum[:]) || cfg.Server.MaxRequestBytes != 1024 {
+		t.Errorf("BOM config: hash of other bytes or server not decoded (%d)", cfg.Server.MaxRequestBytes)
+	}
+}
