@@ -20,5 +20,11 @@ staticcheck:
 test: vet staticcheck
 	$(GO) test -race -shuffle=on -timeout 15m ./...
 
+# demo builds switchyard and the mock upstream, starts four mock providers and
+# the gateway on 127.0.0.1:8080 (demo/demo.yaml), and prints curl commands.
+# Offline; Ctrl-C stops everything. Ports: see demo/run.sh.
+demo:
+	GO=$(GO) ./demo/run.sh
+
 clean:
 	rm -f switchyard

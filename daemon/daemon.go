@@ -94,7 +94,7 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 		logConfigError(boot, cfgPath, err, "the configuration is invalid; not starting")
 		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, cfgPath)
 	}
-	log, err := newLogger(cfg.Log.Level, cfg.Log.Format, logOut)
+	log, err := telemetry.NewLogger(cfg.Log.Level, cfg.Log.Format, logOut)
 	if err != nil { // validation refuses bad values; this guards the invariant
 		boot.Error().Err(err).Msg("cannot build the logger")
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
