@@ -317,15 +317,20 @@ func anthropicToolResult(w *msgWriter, m *fastjson.Value) error {
 	w.block("user")
 	w.dst = append(w.dst, `{"type":"tool_result","tool_use_id":`...)
 	w.dst = AppendJSONString(w.dst, id)
-	w.dst = append(w.dst, `,"content":`...)
 	start := len(w.dst)
 	text, err := contentText(w.dst, m.Get("content"), "\n")
 	if err != nil {
 		return err
 	}
-	// Quote the text that contentText appended in place.
-	raw := string(text[start:])
-	w.dst = AppendJSONString(text[:start], raw)
+	// Quote the text that contentText appended in place; an empty result
+	// sends no content (it is optional).
+	if len(text) > start {
+		raw := string(text[start:])
+		w.dst = append(text[:start], `,"content":`...)
+		w.dst = AppendJSONString(w.dst, raw)
+	} else {
+		w.dst = text[:start]
+	}
 	w.dst = append(w.dst, '}')
 	return nil
 }
