@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,23 @@ func TestTargetUpstreamModelAndRetryable(t *testing.T) {
 	custom := RetryPolicy{OnStatusCodes: []int{503}}
 	if custom.RetryableStatus(500) || !custom.RetryableStatus(503) {
 		t.Error("on_status_codes must replace the default set")
+	}
+}
+
+func TestPoolReusesKeepAliveAcrossReload(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", ok("a"))
+	var dials int
+	inner := h.pool.Dial
+	h.pool.Dial = func(addr string) (net.Conn, error) { dials++; return inner(addr) }
+	for i := 0; i < 3; i++ {
+		h.walk(chatCall(false), []*Target{h.target("a", nil)}, 5*time.Second, nil) // a fresh Target each time: a reload
+	}
+	if dials != 1 {
+		t.Fatalf("%d connections dialed for 3 sequential walks on one identity, want 1", dials)
+	}
+	h.walk(chatCall(false), []*Target{h.target("a", func(c *config.Target) { c.APIKey = "rotated" })}, 5*time.Second, nil)
+	if dials != 2 {
+		t.Fatalf("a new identity reused the old client: %d dials", dials)
 	}
 }

@@ -44,6 +44,9 @@ type harness struct {
 	mu    sync.Mutex
 	mocks map[string]*mock
 	clk   *clock
+	// offset moves the walk's clock forward (breaker and park time) without
+	// sleeping.
+	offset atomic.Int64
 	// sleeps records every backoff the walk slept (not really sleeping).
 	sleeps []time.Duration
 	// jitterArgs records every full-jitter ceiling asked for.
@@ -63,7 +66,7 @@ func newHarness(t *testing.T) *harness {
 		return m.ln.Dial()
 	}
 	h.clk = &clock{
-		now: time.Now,
+		now: func() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) },
 		sleep: func(d time.Duration) {
 			h.mu.Lock()
 			h.sleeps = append(h.sleeps, d)
@@ -189,7 +192,7 @@ func (h *harness) walk(call *Call, chain []*Target, timeout time.Duration, obs O
 	req.SetBody(call.Body)
 	rc := &fasthttp.RequestCtx{}
 	rc.Init(&req, nil, nil)
-	res := walkWith(rc, call, chain, time.Now().Add(timeout), obs, h.clk)
+	res := walkWith(rc, call, chain, h.clk.now().Add(timeout), obs, h.clk)
 	return rc, res
 }
 

@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -422,5 +424,83 @@ func TestWalkEmptyChainIs503WithoutPanic(t *testing.T) {
 	rc, res := h.walk(chatCall(false), nil, time.Second, nil)
 	if rc.Response.StatusCode() != 503 || res.Target != nil || res.Attempts != 0 {
 		t.Fatalf("empty chain: %d %+v", rc.Response.StatusCode(), res)
+	}
+}
+
+func TestWalkBreakerHalfOpenProbeClosesIt(t *testing.T) {
+	h := newHarness(t)
+	var healthy atomic.Bool
+	a := h.mock("a", func(ctx *fasthttp.RequestCtx, n int) {
+		if !healthy.Load() {
+			status(502, "down")(ctx, n)
+			return
+		}
+		ok("a")(ctx, n)
+	})
+	b := h.mock("b", ok("b"))
+	ta := h.target("a", func(ct *config.Target) {
+		ct.CircuitBreaker = config.CircuitBreaker{FailureThreshold: 2, SuccessThreshold: 1, MaxHalfThreshold: 1, Timeout: 30 * time.Second}
+	})
+	tb := h.target("b", nil)
+	for i := 0; i < 3; i++ {
+		h.walk(chatCall(false), []*Target{ta, tb}, 5*time.Second, nil)
+	}
+	if a.calls.Load() != 2 {
+		t.Fatalf("a called %d times; the open circuit should have skipped the third", a.calls.Load())
+	}
+	healthy.Store(true)
+	h.offset.Store(int64(29 * time.Second))
+	h.walk(chatCall(false), []*Target{ta, tb}, 5*time.Second, nil)
+	if a.calls.Load() != 2 {
+		t.Fatal("a called before the breaker timeout")
+	}
+	h.offset.Store(int64(30 * time.Second))
+	rc, _ := h.walk(chatCall(false), []*Target{ta, tb}, 5*time.Second, nil)
+	if a.calls.Load() != 3 || hdr(rc, HeaderTarget) != "a" {
+		t.Fatalf("half-open probe: a calls %d target %q", a.calls.Load(), hdr(rc, HeaderTarget))
+	}
+	if s := ta.Breaker().State(h.clk.now()); s != BreakerClosed {
+		t.Fatalf("state after a successful probe: %v", s)
+	}
+	if b.calls.Load() != 4 {
+		t.Fatalf("b calls %d, want 4", b.calls.Load())
+	}
+}
+
+func TestWalkConcurrentWalksLeaveNoState(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", func(ctx *fasthttp.RequestCtx, n int) {
+		if n%3 == 0 {
+			status(503, "x")(ctx, n)
+			return
+		}
+		ok("a")(ctx, n)
+	})
+	h.mock("b", ok("b"))
+	ta := h.target("a", func(ct *config.Target) {
+		ct.Concurrency = config.Concurrency{MaxConcurrency: 2, QueueSize: 3}
+		ct.CircuitBreaker.FailureThreshold = 1000
+	})
+	tb := h.target("b", func(ct *config.Target) { ct.Concurrency = config.Concurrency{MaxConcurrency: 16, QueueSize: 16} })
+	var wg sync.WaitGroup
+	var okCount atomic.Int32
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				rc, _ := h.walk(chatCall(false), []*Target{ta, tb}, 5*time.Second, nil)
+				if rc.Response.StatusCode() == 200 {
+					okCount.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if okCount.Load() != 160 {
+		t.Fatalf("%d of 160 walks succeeded; a and b together should serve all", okCount.Load())
+	}
+	if ta.Limiter().InFlight() != 0 || ta.Limiter().QueueDepth() != 0 || tb.Limiter().InFlight() != 0 {
+		t.Fatal("slots leaked")
 	}
 }
