@@ -109,6 +109,9 @@ func New(opts Options) *Server {
 		NoDefaultDate:         true,
 		NoDefaultServerHeader: false,
 		MaxRequestBodySize:    64 << 20,
+		// Connection errors are expected (injected cuts, clients that go
+		// away) and say nothing about the system under test.
+		Logger: quietLogger{},
 	}
 	return s
 }
@@ -267,3 +270,7 @@ func (s *Server) sleep() {
 }
 
 var parserPool fastjson.ParserPool
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}

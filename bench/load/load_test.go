@@ -1,0 +1,237 @@
+package load
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/switchyard/switchyard/bench/mock"
+)
+
+func TestHistogramBuckets(t *testing.T) {
+	for i := range numBuckets - 1 {
+		hi := bucketHigh(i)
+		if bucketOf(hi) != i || bucketOf(hi+1) != i+1 {
+			t.Fatalf("bucket %d: high %d maps to %d, high+1 to %d", i, hi, bucketOf(hi), bucketOf(hi+1))
+		}
+	}
+}
+
+func TestHistogramQuantilesMatchExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	h := NewHistogram()
+	a, b := NewHistogram(), NewHistogram()
+	var vals []int64
+	for i := range 100000 {
+		// Log-uniform from 100ns to ~100ms, like real latencies.
+		v := int64(float64(int64(100)<<rng.IntN(20)) * (1 + rng.Float64()))
+		vals = append(vals, v)
+		h.Record(time.Duration(v))
+		if i%2 == 0 {
+			a.Record(time.Duration(v))
+		} else {
+			b.Record(time.Duration(v))
+		}
+	}
+	a.Merge(b)
+	slices.Sort(vals)
+	for _, q := range []float64{0, 0.1, 0.5, 0.9, 0.99, 0.999, 1} {
+		rank := max(int(float64(len(vals))*q+0.999999)-1, 0)
+		exact := float64(vals[rank])
+		got := float64(h.Quantile(q))
+		if got < exact || got > exact*(1+1.0/subCount) {
+			t.Errorf("q%.3f: got %.0f, exact %.0f", q, got, exact)
+		}
+		if a.Quantile(q) != h.Quantile(q) {
+			t.Errorf("q%.3f: merged halves %v != whole %v", q, a.Quantile(q), h.Quantile(q))
+		}
+	}
+	if h.Count() != 100000 || h.Min() != time.Duration(vals[0]) || h.Max() != time.Duration(vals[len(vals)-1]) {
+		t.Fatalf("count %d min %v max %v", h.Count(), h.Min(), h.Max())
+	}
+	var sum float64
+	for _, v := range vals {
+		sum += float64(v)
+	}
+	if m := float64(h.Mean()); m < sum/1e5-1 || m > sum/1e5+1 {
+		t.Fatalf("mean %v want %v", m, sum/1e5)
+	}
+	e := NewHistogram()
+	if e.Quantile(0.5) != 0 || e.Mean() != 0 || e.Min() != 0 {
+		t.Fatal("empty histogram not zero")
+	}
+	e.Record(-5)
+	if e.Quantile(1) != 0 {
+		t.Fatal("negative not clamped to 0")
+	}
+}
+
+func TestReadStreamSplitReads(t *testing.T) {
+	body := "data: {\"a\":1}\n\ndata: {\"a\":2}\n\ndata: [DONE]\n\n"
+	for _, r := range []string{"whole", "onebyte"} {
+		var rd = strings.NewReader(body)
+		src := any(rd).(interface{ Read([]byte) (int, error) })
+		if r == "onebyte" {
+			src = iotest.OneByteReader(rd)
+		}
+		_, events, done, err := readStream(src, make([]byte, 7), time.Now())
+		if err != nil || events != 3 || !done {
+			t.Fatalf("%s: events %d done %v err %v", r, events, done, err)
+		}
+	}
+	_, events, done, err := readStream(strings.NewReader("data: x\n\ndata: [DONE]\n\ndata: y\n\n"), make([]byte, 4), time.Now())
+	if err != nil || events != 3 || done {
+		t.Fatalf("[DONE] not last: events %d done %v err %v", events, done, err)
+	}
+	if _, _, _, err := readStream(iotest.TimeoutReader(strings.NewReader("data: x\n\n")), make([]byte, 64), time.Now()); err == nil {
+		t.Fatal("read error not reported")
+	}
+}
+
+func startMock(t *testing.T, o mock.Options) *mock.Server {
+	t.Helper()
+	s, err := mock.Start("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestClosedLoopCountsEveryRequest(t *testing.T) {
+	m := startMock(t, mock.Options{})
+	res, err := Run(context.Background(), Config{
+		URL: "http://" + m.Addr() + "/v1/chat/completions", Body: []byte(`{"model":"m"}`),
+		Connections: 8, Requests: 500,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 500 || res.Errors != 0 || res.Latency.Count() != 500 || res.Status[200] != 500 {
+		t.Fatalf("%v %v", res, res.Status)
+	}
+	if st := m.Stats(); st.ByPath["/v1/chat/completions"] != 500 {
+		t.Fatalf("mock saw %d", st.ByPath["/v1/chat/completions"])
+	}
+	if res.Throughput() <= 0 || res.Latency.Quantile(0.5) <= 0 || res.Latency.Quantile(0.5) > res.Latency.Quantile(0.99) {
+		t.Fatalf("implausible figures: %v", res)
+	}
+}
+
+func TestErrorsAreNotLatency(t *testing.T) {
+	m := startMock(t, mock.Options{FailRate: 1, FailStatus: 503})
+	res, err := Run(context.Background(), Config{
+		URL: "http://" + m.Addr() + "/v1/chat/completions", Body: []byte(`{"model":"m"}`),
+		Connections: 2, Requests: 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 0 || res.Errors != 20 || res.Status[503] != 20 || res.Latency.Count() != 0 ||
+		!strings.Contains(res.FirstError, "status 503") {
+		t.Fatalf("%v %v", res, res.Status)
+	}
+	// A closed port is a transport error.
+	dead := m.Addr()
+	_ = m.Close()
+	res, _ = Run(context.Background(), Config{URL: "http://" + dead + "/", Connections: 1, Requests: 3})
+	if res.Errors != 3 || res.Status[0] != 3 {
+		t.Fatalf("dead upstream: %v %v", res, res.Status)
+	}
+}
+
+func TestStreamFirstEvent(t *testing.T) {
+	m := startMock(t, mock.Options{StreamEvents: 5, StreamInterval: time.Millisecond})
+	res, err := Run(context.Background(), Config{
+		URL: "http://" + m.Addr() + "/v1/chat/completions", Body: []byte(`{"model":"m","stream":true}`),
+		Connections: 4, Requests: 40, Stream: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 40 || res.Events != 40*6 || res.FirstEvent.Count() != 40 {
+		t.Fatalf("%v events %d", res, res.Events)
+	}
+	// The first event precedes the end, which is at least 4 intervals later.
+	if res.FirstEvent.Max() >= res.Latency.Max() || res.Latency.Min() < 4*time.Millisecond {
+		t.Fatalf("first event %v..%v, total %v..%v", res.FirstEvent.Min(), res.FirstEvent.Max(), res.Latency.Min(), res.Latency.Max())
+	}
+
+	m.Fail(mock.Failure{Kind: mock.KindCut, After: 2})
+	res, _ = Run(context.Background(), Config{
+		URL: "http://" + m.Addr() + "/v1/chat/completions", Body: []byte(`{"model":"m","stream":true}`),
+		Connections: 2, Requests: 6, Stream: true,
+	})
+	if res.Completed != 0 || res.Errors != 6 {
+		t.Fatalf("cut streams: %v", res)
+	}
+	m.Fail(mock.Failure{Kind: mock.KindSSEError})
+	res, _ = Run(context.Background(), Config{
+		URL: "http://" + m.Addr() + "/v1/chat/completions", Body: []byte(`{"model":"m","stream":true}`),
+		Connections: 2, Requests: 6, Stream: true,
+	})
+	if res.Completed != 0 || res.Errors != 6 || !strings.Contains(res.FirstError, "without data: [DONE]") {
+		t.Fatalf("error-event streams: %v", res)
+	}
+}
+
+func TestOpenLoopIssuesOnSchedule(t *testing.T) {
+	m := startMock(t, mock.Options{})
+	res, err := Run(context.Background(), Config{
+		URL: "http://" + m.Addr() + "/v1/embeddings", Body: []byte(`{"model":"m","input":"x"}`),
+		Connections: 4, Rate: 400, Duration: 250 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Due times are i/400 s for i < 100: exactly 100 requests.
+	if res.Completed != 100 || res.Rate != 400 || m.Stats().Requests != 100 {
+		t.Fatalf("%v, mock %d", res, m.Stats().Requests)
+	}
+	if res.Elapsed < 240*time.Millisecond {
+		t.Fatalf("100 requests at 400/s done in %v", res.Elapsed)
+	}
+}
+
+// TestOpenLoopCountsQueueing checks coordinated omission is avoided: one
+// connection to a 20 ms server offered a request every 5 ms falls behind, and
+// the wait for the connection is latency. Request i is due at 5i ms but
+// cannot start before 20i ms, so the last of 40 waits at least 15*39+20 ms.
+func TestOpenLoopCountsQueueing(t *testing.T) {
+	m := startMock(t, mock.Options{Latency: 20 * time.Millisecond})
+	res, err := Run(context.Background(), Config{
+		URL: "http://" + m.Addr() + "/v1/embeddings", Body: []byte(`{"model":"m","input":"x"}`),
+		Connections: 1, Rate: 200, Duration: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != 40 || res.Latency.Max() < 605*time.Millisecond || res.Latency.Min() < 20*time.Millisecond {
+		t.Fatalf("%v (max %v)", res, res.Latency.Max())
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	for _, u := range []string{"", "https://x/", "127.0.0.1:80", "http:///x"} {
+		if _, err := Run(context.Background(), Config{URL: u}); err == nil {
+			t.Errorf("URL %q accepted", u)
+		}
+	}
+	if _, err := Run(context.Background(), Config{URL: "http://127.0.0.1:1/", Rate: -1}); err == nil {
+		t.Error("negative rate accepted")
+	}
+}
+
+func TestCancel(t *testing.T) {
+	m := startMock(t, mock.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	res, err := Run(ctx, Config{URL: "http://" + m.Addr() + "/v1/models", Connections: 2, Duration: time.Minute})
+	if err == nil || res.Completed == 0 || res.Elapsed > 30*time.Second {
+		t.Fatalf("cancel: %v %v", err, res)
+	}
+}
