@@ -446,7 +446,7 @@ func (d *decoder) str(n ast.Node, path, what string) (string, bool) {
 	}
 	switch r.(type) {
 	case *ast.StringNode, *ast.LiteralNode:
-		out, probs := expand(s, d.lookup)
+		out, probs := expand(s, d.lookup, isSecret(path))
 		for _, p := range probs {
 			d.addAt(nodePos(n), path, "%s", p)
 		}
@@ -456,6 +456,17 @@ func (d *decoder) str(n ast.Node, path, what string) (string, bool) {
 		return out, true
 	}
 	return s, true
+}
+
+// isSecret reports whether path holds a credential, whose text no problem
+// message may quote (problems are printed and logged).
+func isSecret(path string) bool {
+	i := strings.LastIndexByte(path, '.')
+	switch path[i+1:] {
+	case "api_key", "aws_access_key_id", "aws_secret_access_key", "aws_session_token":
+		return true
+	}
+	return false
 }
 
 // setStr decodes m[key] into *dst when present.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -14,8 +15,9 @@ import (
 // A "$" followed by anything else is kept as written, so values such as
 // "pa$word" need no escaping. Substituted text is not expanded again.
 // NAME is [A-Za-z_][A-Za-z0-9_]*; default runs to the first "}".
-// expand returns the result and one message per problem found.
-func expand(s string, lookup func(string) (string, bool)) (string, []string) {
+// expand returns the result and one message per problem found. When secret
+// is set the messages quote nothing of s, which may hold a credential.
+func expand(s string, lookup func(string) (string, bool), secret bool) (string, []string) {
 	if !strings.Contains(s, "$") {
 		return s, nil // Fast path: most values hold no reference.
 	}
@@ -41,14 +43,22 @@ func expand(s string, lookup func(string) (string, bool)) (string, []string) {
 		}
 		end := strings.IndexByte(s[i+2:], '}')
 		if end < 0 {
-			probs = append(probs, fmt.Sprintf("unterminated %q; want ${NAME}, ${NAME:-default}, or $${ for a literal \"${\"", s[i:]))
+			frag := strconv.Quote(s[i:])
+			if secret {
+				frag = "\"${\" in a secret value"
+			}
+			probs = append(probs, fmt.Sprintf("unterminated %s; want ${NAME}, ${NAME:-default}, or $${ for a literal \"${\"", frag))
 			return s, probs
 		}
 		ref := s[i+2 : i+2+end]
 		i += 2 + end + 1
 		name, def, hasDef := strings.Cut(ref, ":-")
 		if !validEnvName(name) {
-			probs = append(probs, fmt.Sprintf("%q is not a valid environment reference; want ${NAME} or ${NAME:-default} with NAME made of letters, digits and _", "${"+ref+"}"))
+			frag := strconv.Quote("${" + ref + "}")
+			if secret {
+				frag = "a ${...} in a secret value"
+			}
+			probs = append(probs, fmt.Sprintf("%s is not a valid environment reference; want ${NAME} or ${NAME:-default} with NAME made of letters, digits and _", frag))
 			continue
 		}
 		v, ok := lookup(name)

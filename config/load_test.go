@@ -50,8 +50,8 @@ func TestInterpolation(t *testing.T) {
 		{"${A B}", `"${A B}" is not a valid environment reference; want ${NAME} or ${NAME:-default} with NAME made of letters, digits and _`},
 	}
 	for _, tc := range bad {
-		src := tpl("'" + tc.yaml + "'")
-		checkProblems(t, src, problemsOf(t, src, env), []want{{"targets[0].api_key", 7, "'", tc.msg}})
+		src := minimal + "log: {level: '" + tc.yaml + "'}\n"
+		checkProblems(t, src, problemsOf(t, src, env), []want{{"log.level", 7, "'", tc.msg}})
 	}
 
 	// Every unset variable is reported, each with its own path and line.
@@ -377,5 +377,32 @@ func TestCRLFAndByteOrderMark(t *testing.T) {
 	sum := sha256.Sum256([]byte(bom))
 	if cfg.Hash != hex.EncodeToString(sum[:]) || cfg.Server.MaxRequestBytes != 1024 {
 		t.Errorf("BOM config: hash of other bytes or server not decoded (%d)", cfg.Server.MaxRequestBytes)
+	}
+}
+
+// TestSecretsNeverQuoted: problems about credential values say what is
+// wrong without quoting the value (problems are printed and logged).
+func TestSecretsNeverQuoted(t *testing.T) {
+	const secret = "sk-TOPSECRET"
+	for _, key := range []string{"api_key", "aws_access_key_id", "aws_secret_access_key", "aws_session_token"} {
+		for _, val := range []string{secret + "${oops", secret + "${bad name}"} {
+			src := strings.Replace(baseYAML, "    region: us-east-1\n", "    region: us-east-1\n    "+key+": '"+val+"'\n", 1)
+			if key == "aws_access_key_id" || key == "aws_secret_access_key" {
+				src = strings.Replace(baseYAML, "    "+key+": ", "    "+key+": '"+val+"'\n    x_"+key+": ", 1)
+				src = strings.Replace(src, "    x_"+key+": "+map[string]string{"aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"}[key]+"\n", "", 1)
+			}
+			err := (&Error{Problems: problemsOf(t, src, noEnv)}).Error()
+			if strings.Contains(err, "TOPSECRET") || strings.Contains(err, "oops") || strings.Contains(err, "bad name") {
+				t.Errorf("%s: problem quotes the secret: %s", key, err)
+			}
+			if !strings.Contains(err, "targets[1]."+key+": ") || !strings.Contains(err, "secret value") {
+				t.Errorf("%s: want a located problem about the secret value, got: %s", key, err)
+			}
+		}
+	}
+	// A non-secret value is quoted, to help find the typo.
+	src := strings.Replace(minimal, "value: gpt-4o", "value: 'gpt${oops'", 1)
+	if err := (&Error{Problems: problemsOf(t, src, noEnv)}).Error(); !strings.Contains(err, `"${oops"`) {
+		t.Errorf("non-secret problem does not quote the fragment: %s", err)
 	}
 }
