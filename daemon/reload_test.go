@@ -173,7 +173,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatalf("%d of %d requests failed during reloads, first: %s", len(failures), int64(len(failures))+ok, failures[0])
 	}
-	if results[ReloadSuccess] < 10 || results[ReloadFailure] < 10 || ok < 200 {
+	if results[ReloadSuccess] < 4 || results[ReloadFailure] < 4 || ok < 100 {
 		t.Fatalf("too little exercised: %v reloads, %d requests", results, ok)
 	}
 	// Every upstream answered some of the load (m2 went to c under cfgA).
