@@ -100,10 +100,12 @@ func classifyStatus(status int) Class {
 		return ClassRateLimited
 	case status == fasthttp.StatusUnauthorized || status == fasthttp.StatusForbidden:
 		return ClassAuth
-	case status >= 300 && status < 500:
+	case status >= 400 && status < 500:
 		return ClassClient
 	}
-	// 1xx or a 2xx that was not accepted as success: a protocol failure.
+	// 1xx, 3xx (the gateway follows no redirect: a moved endpoint is a
+	// misconfiguration, not the client's problem) or a 2xx not accepted as
+	// success: a protocol failure, failover-safe, answered 502.
 	return ClassTransport
 }
 

@@ -108,6 +108,7 @@ func TestOpenAIClassifyError(t *testing.T) {
 		{422, `{"detail":"unprocessable"}`, ClassClient, false},
 		{413, `{"error":"too big"}`, ClassClient, false},
 		{413, `{"error":{"code":"context_length_exceeded"}}`, ClassClient, true}, // only a 400 is an overflow
+		{302, "", ClassTransport, false},
 	}
 	for _, c := range cases {
 		class, env := (openAIAdapter{}).ClassifyError(c.status, nil, []byte(c.body))
