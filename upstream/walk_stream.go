@@ -58,6 +58,12 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 			// Between events the silence is bounded by the target timeout.
 			setStreamDeadline(laddr, clk.now().Add(t.Timeout))
 		}, buf)
+		if class == ClassOK {
+			// After [DONE] only the body's terminating chunk should be left:
+			// read it (briefly) so the connection goes back to the pool.
+			setStreamDeadline(laddr, clk.now().Add(drainTimeout))
+			io.Copy(io.Discard, io.LimitReader(br, maxDrain)) //nolint:errcheck
+		}
 		// Closing an unfinished body stream closes the connection, which is
 		// how a client disconnect cancels the upstream request.
 		resp.CloseBodyStream() //nolint:errcheck
@@ -73,6 +79,12 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 	})
 	return outcome{class: ClassOK}, true
 }
+
+// Draining a finished stream for connection reuse is bounded by these.
+const (
+	drainTimeout = time.Second
+	maxDrain     = 64 << 10
+)
 
 var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 

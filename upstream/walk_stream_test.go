@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bufio"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -259,5 +260,25 @@ func TestStreamFlushesEachEventThroughServer(t *testing.T) {
 			t.Fatalf("%v after %q", err, seen.String())
 		}
 		seen.WriteString(line)
+	}
+}
+
+func TestStreamConnectionReusedAfterDone(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", sse(0, ev1, done))
+	var dials atomic.Int32
+	inner := h.pool.Dial
+	h.pool.Dial = func(addr string) (net.Conn, error) { dials.Add(1); return inner(addr) }
+	ta := h.target("a", nil)
+	for i := 0; i < 3; i++ {
+		obs := newRec()
+		rc, _ := h.walk(chatCall(true), []*Target{ta}, 5*time.Second, obs)
+		if got := streamBody(t, rc); got != ev1+done {
+			t.Fatalf("stream body %q", got)
+		}
+		waitEnd(t, obs)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d connections for 3 sequential streams, want 1 (kept alive)", n)
 	}
 }
