@@ -54,7 +54,8 @@ targets:
 // a stream through it, sends SIGTERM and checks: the drain starts, /readyz
 // answers 503 on a request that arrives during the drain, new connections
 // are refused, the slow answer and the whole stream (ending with [DONE])
-// arrive, and the process exits 0.
+// arrive, and the process exits 0 without waiting out shutdown_timeout for
+// an idle keep-alive connection.
 func TestSIGTERMDrainsProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -107,6 +108,13 @@ func TestSIGTERMDrainsProcess(t *testing.T) {
 		t.Fatalf("no serving line:\n%s", logs)
 	}
 	base := "http://" + addr
+
+	// An idle keep-alive connection: the drain must close it, not wait for
+	// it (else the exit below would wait for shutdown_timeout, 20 s).
+	idle := newClient()
+	if code, _ := getWith(t, idle, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("healthz %d", code)
+	}
 
 	// A probe that will arrive during the drain: its connection is open and
 	// its first bytes are in, so the server counts it as active.

@@ -192,9 +192,11 @@ func TestReloadUnderLoad(t *testing.T) {
 			t.Errorf("problem %s logged %d times, want once per failed reload (%d)", p, n, results[ReloadFailure])
 		}
 	}
-	// cfgA is being served: c is back in the pool with a and b.
-	if n := d.Pool().Len(); n != 3 {
-		t.Errorf("pool holds %d identities, want 3", n)
+	// The pool holds exactly the identities of the config served last: a,
+	// b and c under cfgA; a and b under cfgB (c dropped by Retain).
+	wantIDs := map[string]int{"a": 3, "b": 2}[want]
+	if n := d.Pool().Len(); n != wantIDs {
+		t.Errorf("pool holds %d identities under cfg%s, want %d", n, strings.ToUpper(want), wantIDs)
 	}
 	t.Logf("%d requests, reloads %v", ok, results)
 }
