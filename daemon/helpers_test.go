@@ -155,3 +155,15 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 func cfgPath(t *testing.T) string {
 	return filepath.Join(t.TempDir(), "switchyard.yaml")
 }
+
+// getWith GETs url with c and returns the status and body.
+func getWith(t *testing.T, c *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
