@@ -132,11 +132,12 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 }
 
 // scratch is the per-request working memory of proxy: the body peek, the
-// metadata parser and the candidate list. Pooled so a request allocates
-// none of them.
+// metadata parser, the candidate list and the walk's Call. Pooled so a
+// request allocates none of them.
 type scratch struct {
 	peek  peek
 	meta  router.MetadataParser
+	rule  int
 	cands []*upstream.Target
 	call  upstream.Call
 }
@@ -148,9 +149,37 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 	st := g.Load() // once: the whole request runs on this config
 	if st == nil {
 		writeNoConfig(rc)
+		g.finishEarly(rc, s, -1, nil)
 		return
 	}
 	setRequestID(rc)
+	sc := scratchPool.Get().(*scratch)
+	defer releaseScratch(sc)
+	if !routeRequest(rc, st, s, sc) {
+		g.finishEarly(rc, s, sc.rule, sc.peek.Model)
+		return
+	}
+
+	// Walk. It writes the answer (proxied response or final error) into rc.
+	obs := g.Observer
+	var tr *tracker
+	if g.Finished != nil {
+		tr = acquireTracker(g, rc, s, sc)
+		obs = tr
+	}
+	deadline := time.Now().Add(st.Config.Server.RequestTimeout)
+	res := upstream.Walk(rc, &sc.call, sc.cands, deadline, obs)
+	if tr != nil {
+		tr.walkReturned(res)
+	}
+}
+
+// routeRequest peeks at the request and routes it: it fills sc with the matched
+// rule, the candidates and the Call, sets X-Gateway-Rule, and reports true.
+// On a bad request or when no candidate serves it, it writes the error and
+// reports false. It allocates nothing on the success path.
+func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scratch) bool {
+	sc.rule = -1
 
 	// Peek. HeaderReceived already held fasthttp to the limit of the config
 	// current when the headers arrived; st may be newer, and it is the one
@@ -158,14 +187,12 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 	body := rc.PostBody()
 	if len(body) > st.maxRequestBytes {
 		writeTooLarge(rc, st.maxRequestBytes)
-		return
+		return false
 	}
-	sc := scratchPool.Get().(*scratch)
-	defer releaseScratch(sc)
 	p := &sc.peek
 	if err := p.parse(body); err != nil {
 		writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
-		return
+		return false
 	}
 	req := router.Request{
 		Surface:  s,
@@ -176,12 +203,13 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 		HasTools: p.HasTools,
 	}
 	// Metadata routes chat and completions only; elsewhere the header is
-	// ignored, not even validated (SPEC §4.2).
+	// ignored, not even validated (SPEC §4.2). The body is checked first,
+	// so a request with both wrong hears about its body.
 	if chatLike(s) {
 		pairs, err := sc.meta.Parse(rc.Request.Header.Peek(headerMetadata))
 		if err != nil {
 			writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
-			return
+			return false
 		}
 		req.Metadata = pairs
 	}
@@ -190,6 +218,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 	// candidates are its members that serve the model and the surface, in
 	// chain order. Nothing outside the chain is ever considered.
 	rule, chain := st.Router.Match(&req)
+	sc.rule = rule
 	setRuleHeader(rc, rule)
 	cands := sc.cands[:0]
 	servesModel := false
@@ -213,15 +242,13 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 				" is not served by the targets this request routes to",
 				upstream.TypeInvalidRequest, upstream.CodeModelNotFound)
 		}
-		return
+		return false
 	}
 
-	// Walk. It writes the answer (proxied response or final error) into rc.
 	// Only chat and completions stream; a "stream" field elsewhere is the
 	// upstream's business, not a reason to expect SSE.
 	sc.call = upstream.Call{Surface: s, Stream: p.Stream && chatLike(s), Body: body, Model: p.Model}
-	deadline := time.Now().Add(st.Config.Server.RequestTimeout)
-	upstream.Walk(rc, &sc.call, cands, deadline, g.Observer)
+	return true
 }
 
 // chatLike reports whether surface s has streaming answers and routes on

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -105,6 +106,14 @@ type Gateway struct {
 	// Metrics serves GET /metrics; nil answers 404. Set before serving;
 	// not changed after.
 	Metrics func(rc *fasthttp.RequestCtx)
+	// Finished, when set, receives one record per API request (the four
+	// POST routes) once its answer is complete: for the access log and the
+	// request counters (SPEC §6). It is called from the handler, or, for a
+	// committed stream, from the stream writer goroutine when the stream
+	// ends. e and the slices in it are valid only during the call. A
+	// request refused before routing has Rule -1 and Class ClassClient.
+	// nil = none (and no tracking cost). Set before serving.
+	Finished func(e *telemetry.Entry)
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get

@@ -11,7 +11,8 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// chainConfig routes model m to the chain [a, b, c]; x goes to d alone.
+// chainConfig routes model m to the chain [a, b, c]; the fallback d serves
+// d-model only.
 // Attempt timeouts are short so hang cases stay fast; breakers open after
 // two counted failures.
 const chainConfig = `
@@ -24,7 +25,7 @@ strategy:
       value: m
       target_keys: [a, b, c]
 targets:
-  - {virtual_key: d, provider: openai, base_url: "{{d}}", api_key: sk-d}
+  - {virtual_key: d, provider: openai, base_url: "{{d}}", api_key: sk-d, models: [d-model]}
   - {virtual_key: a, provider: openai, base_url: "{{a}}", api_key: sk-a, timeout: 300ms, circuit_breaker: {failure_threshold: 2}}
   - {virtual_key: b, provider: openai, base_url: "{{b}}", api_key: sk-b, timeout: 300ms, circuit_breaker: {failure_threshold: 2}}
   - {virtual_key: c, provider: openai, base_url: "{{c}}", api_key: sk-c, timeout: 300ms, circuit_breaker: {failure_threshold: 2}}
@@ -141,7 +142,7 @@ func TestRequestTimeoutIs504(t *testing.T) {
 server: {request_timeout: 300ms}
 strategy: {mode: conditional, conditions: [{key: model, value: m, target_key: a}]}
 targets:
-  - {virtual_key: d, provider: openai, base_url: "{{d}}", api_key: sk-d}
+  - {virtual_key: d, provider: openai, base_url: "{{d}}", api_key: sk-d, models: [d-model]}
   - {virtual_key: a, provider: openai, base_url: "{{a}}", api_key: sk-a, timeout: 10s}
 `, all...)
 	a.setFault(faultHang)

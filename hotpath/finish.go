@@ -1,0 +1,171 @@
+package hotpath
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/upstream"
+)
+
+// tracker follows one walked API request for Gateway.Finished: it is the
+// walk's Observer (forwarding every event to Gateway.Observer), notes the
+// members the walk reached, and hands the finished record to Finished once
+// the answer is complete.
+//
+// A request's answer is complete either when Walk returns, or, for a
+// committed stream, when the stream ends; StreamEnd runs on fasthttp's
+// stream writer goroutine and may come before Walk has returned. Both ends
+// call done; the second one emits the record and pools the tracker, so
+// neither touches a tracker the other has released. Nothing here refers to
+// the RequestCtx after Walk returns: what the record needs of the request
+// (id, model) is copied in first.
+type tracker struct {
+	g     *Gateway
+	start time.Time
+	entry telemetry.Entry
+	// reqID and model own the bytes entry.RequestID and entry.Model point to.
+	reqID, model []byte
+	// names owns entry.Walked.
+	names []string
+
+	// ends counts the two ends (Walk returned, stream ended) of a streamed
+	// request; streamRes and streamTook are StreamEnd's report.
+	ends       atomic.Int32
+	streamRes  upstream.Result
+	streamTook time.Duration
+}
+
+var trackerPool = sync.Pool{New: func() any { return &tracker{} }}
+
+// acquireTracker starts tracking a routed request; sc holds its routing.
+func acquireTracker(g *Gateway, rc *fasthttp.RequestCtx, s router.Surface, sc *scratch) *tracker {
+	tr := trackerPool.Get().(*tracker)
+	tr.g = g
+	tr.start = rc.Time()
+	tr.reqID = append(tr.reqID[:0], rc.Response.Header.Peek(headerRequestID)...)
+	tr.model = append(tr.model[:0], sc.peek.Model...)
+	tr.names = tr.names[:0]
+	tr.ends.Store(0)
+	tr.entry = telemetry.Entry{
+		RequestID: tr.reqID,
+		Surface:   s,
+		Model:     tr.model,
+		Rule:      sc.rule,
+		Stream:    sc.call.Stream,
+	}
+	return tr
+}
+
+// reached notes that the walk reached member t (a call or a skip); a retry
+// of the same member is not noted twice.
+func (tr *tracker) reached(t *upstream.Target) {
+	if t == nil {
+		return
+	}
+	if n := len(tr.names); n > 0 && tr.names[n-1] == t.Name {
+		return
+	}
+	tr.names = append(tr.names, t.Name)
+}
+
+// Attempt implements upstream.Observer.
+func (tr *tracker) Attempt(t *upstream.Target, class upstream.Class, status int, took time.Duration) {
+	tr.reached(t)
+	if o := tr.g.Observer; o != nil {
+		o.Attempt(t, class, status, took)
+	}
+}
+
+// Skip implements upstream.Observer.
+func (tr *tracker) Skip(t *upstream.Target, class upstream.Class) {
+	tr.reached(t)
+	if o := tr.g.Observer; o != nil {
+		o.Skip(t, class)
+	}
+}
+
+// Failover implements upstream.Observer.
+func (tr *tracker) Failover(t *upstream.Target, class upstream.Class) {
+	if o := tr.g.Observer; o != nil {
+		o.Failover(t, class)
+	}
+}
+
+// StreamEnd implements upstream.Observer. It runs on the stream writer
+// goroutine, possibly before Walk returned.
+func (tr *tracker) StreamEnd(r upstream.Result, took time.Duration) {
+	if o := tr.g.Observer; o != nil {
+		o.StreamEnd(r, took)
+	}
+	tr.streamRes, tr.streamTook = r, took
+	tr.done()
+}
+
+// walkReturned records Walk's result; for a committed stream the record waits for
+// StreamEnd.
+func (tr *tracker) walkReturned(res upstream.Result) {
+	tr.fill(res)
+	if res.Stream {
+		tr.done()
+		return
+	}
+	tr.entry.Latency = time.Since(tr.start)
+	tr.emit()
+}
+
+// done is called once by each end of a streamed request; the second call
+// completes the record with the stream's outcome and emits it.
+func (tr *tracker) done() {
+	if tr.ends.Add(1) < 2 {
+		return
+	}
+	tr.entry.Class = tr.streamRes.Class
+	tr.entry.Latency = time.Since(tr.start)
+	tr.emit()
+}
+
+func (tr *tracker) fill(res upstream.Result) {
+	tr.entry.Walked = tr.names
+	if res.Target != nil {
+		tr.entry.Target = res.Target.Name
+	}
+	tr.entry.Attempts = res.Attempts
+	tr.entry.Status = res.Status
+	tr.entry.Class = res.Class
+	tr.entry.TTFB = res.TTFB
+	tr.entry.Stream = res.Stream
+}
+
+func (tr *tracker) emit() {
+	tr.g.Finished(&tr.entry)
+	tr.entry = telemetry.Entry{}
+	tr.g = nil
+	tr.streamRes = upstream.Result{}
+	trackerPool.Put(tr)
+}
+
+// finishEarly reports a request answered before any walk (bad request, no
+// candidate, no configuration) to Finished. rule is -1 when the request was
+// refused before routing; model is nil when the body was not read. Error
+// paths may allocate.
+func (g *Gateway) finishEarly(rc *fasthttp.RequestCtx, s router.Surface, rule int, model []byte) {
+	if g.Finished == nil {
+		return
+	}
+	status := rc.Response.StatusCode()
+	e := telemetry.Entry{
+		RequestID: rc.Response.Header.Peek(headerRequestID),
+		Surface:   s,
+		Model:     model,
+		Rule:      rule,
+		Status:    status,
+		Class:     upstream.ClassClient,
+		Latency:   time.Since(rc.Time()),
+	}
+	g.Finished(&e)
+}
