@@ -69,7 +69,11 @@ func (o *countingObserver) Attempt(*upstream.Target, upstream.Class, int, time.D
 	o.attempts++
 	o.mu.Unlock()
 }
-func (o *countingObserver) Skip(*upstream.Target, upstream.Class) { o.mu.Lock(); o.skips++; o.mu.Unlock() }
+func (o *countingObserver) Skip(*upstream.Target, upstream.Class) {
+	o.mu.Lock()
+	o.skips++
+	o.mu.Unlock()
+}
 func (o *countingObserver) Failover(*upstream.Target, upstream.Class) {
 	o.mu.Lock()
 	o.failovers++
