@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/bench/mock"
 )
@@ -22,19 +23,13 @@ strategy:
   conditions:
     - {key: model, value: m, target_key: a}
 targets:
-  - {virtual_key: a, provider: openai, base_url: %q, api_key: sk-secret-a}
+  - {virtual_key: a, provider: openai, base_url: %q, api_key: sk-secret-a, models: [m]}
 `, listen, extra, base)
 }
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := newClient().Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return getWith(t, newClient(), url)
 }
 
 // TestReloadResultsAndMetrics checks each reload result, what /metrics
@@ -182,5 +177,59 @@ func TestStartupFailures(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "cannot listen") {
 		t.Fatalf("no listen error logged:\n%s", logs)
+	}
+}
+
+// TestAccessLogAndRequestMetrics: with log.access_log true every API request
+// (a routed one, a stream and a 404 refused before any upstream) gets one
+// access line and is counted in switchyard_requests_total; with false, no
+// access line is written but requests are still counted.
+func TestAccessLogAndRequestMetrics(t *testing.T) {
+	m := startMock(t, mock.Options{StreamEvents: 3})
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprint("access_log=", on), func(t *testing.T) {
+			path := cfgPath(t)
+			writeFile(t, path, oneTarget("127.0.0.1:1", m.BaseURL(), fmt.Sprintf("log: {access_log: %v}", on)))
+			logs := &syncBuffer{}
+			_, base := startDaemon(t, path, logs)
+			c := newClient()
+			for _, tc := range []struct {
+				model  string
+				stream bool
+				status int
+			}{{"m", false, 200}, {"m", true, 200}, {"nope", false, 404}} {
+				if a, err := chat(c, base, tc.model, tc.stream); err != nil || a.status != tc.status {
+					t.Fatalf("%s: %d %v", tc.model, a.status, err)
+				}
+			}
+			// A stream's line is written when the stream ends, after the
+			// client read [DONE]; wait for it rather than race it.
+			want := 0
+			if on {
+				want = 3
+			}
+			waitFor(t, 2*time.Second, "access lines", func() bool {
+				return strings.Count(logs.String(), `"message":"request"`) == want
+			})
+			out := logs.String()
+			if on {
+				for _, s := range []string{`"rule":"0","chain":["a"],"target":"a","attempts":1,"status":200,"outcome":"ok","stream":true`,
+					`"model":"nope","rule":"fallback"`} {
+					if !strings.Contains(out, s) {
+						t.Errorf("no access line with %s in:\n%s", s, out)
+					}
+				}
+			}
+			if strings.Contains(out, "sk-secret-a") {
+				t.Fatal("a credential reached the log")
+			}
+			_, metrics := get(t, base+"/metrics")
+			for _, s := range []string{`switchyard_requests_total{surface="chat",status="200"} 2`,
+				`switchyard_requests_total{surface="chat",status="404"} 1`} {
+				if !strings.Contains(metrics, s) {
+					t.Errorf("/metrics lacks %s", s)
+				}
+			}
+		})
 	}
 }

@@ -11,21 +11,33 @@ import (
 )
 
 // tele connects the daemon to package telemetry: the metrics that observe
-// walks and serve /metrics, and the record of reloads.
+// walks, count requests and serve /metrics; the access log; and the record
+// of reloads.
 type tele struct {
 	metrics *telemetry.Metrics
+	// access is nil when log.access_log is false (a nil AccessLog logs
+	// nothing). Fixed at start: access_log needs a restart to change.
+	access *telemetry.AccessLog
 }
 
-func newTelemetry(cfg *config.Config, _ zerolog.Logger) tele {
-	m := telemetry.NewMetrics()
-	m.Loaded(cfg.Hash, time.Now())
-	return tele{metrics: m}
+func newTelemetry(cfg *config.Config, log zerolog.Logger) tele {
+	t := tele{metrics: telemetry.NewMetrics()}
+	t.metrics.Loaded(cfg.Hash, time.Now())
+	if cfg.Log.AccessLog {
+		t.access = telemetry.NewAccessLog(log)
+	}
+	return t
 }
 
-// attach sets the Gateway's Observer and Metrics hooks; call before serving.
+// attach sets the Gateway's hooks; call before serving.
 func (t tele) attach(g *hotpath.Gateway) {
 	g.Observer = t.metrics
 	g.Metrics = t.metrics.Handler
+	m, access := t.metrics, t.access
+	g.Finished = func(e *telemetry.Entry) {
+		m.Request(e.Surface, e.Status)
+		access.Log(e)
+	}
 }
 
 // targets publishes the targets of st (at start and after each swap).
