@@ -1,0 +1,91 @@
+package hotpath
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/upstream"
+)
+
+// Reproduce: go test -run '^$' -bench . -benchtime=200ms ./hotpath/
+
+var benchBody = []byte(`{"model":"gpt-4o","messages":[{"role":"system","content":"You are terse."},` +
+	`{"role":"user","content":"` + strings.Repeat("Tell me about routing. ", 40) + `"}],` +
+	`"user":"alice","stream":true,"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"temperature":0.2}`)
+
+// BenchmarkPeek measures reading the four routing fields of a ~1.2 KB chat
+// body; BenchmarkPeekStdlibBaseline decodes the same fields with
+// encoding/json for scale.
+func BenchmarkPeek(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchBody)))
+	b.RunParallel(func(pb *testing.PB) {
+		p := &peek{}
+		for pb.Next() {
+			if err := p.parse(benchBody); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkPeekStdlibBaseline(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchBody)))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			var v struct {
+				Model  string            `json:"model"`
+				User   *string           `json:"user"`
+				Stream bool              `json:"stream"`
+				Tools  []json.RawMessage `json:"tools"`
+			}
+			if err := json.Unmarshal(benchBody, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkRouteRequest measures the hot path's own work for one request
+// (peek, metadata header, match over 50 rules, candidates, headers), i.e.
+// everything but the walk.
+func BenchmarkRouteRequest(b *testing.B) {
+	var conds strings.Builder
+	for i := range 49 {
+		conds.WriteString("    - {key: model, value: m" + strings.Repeat("x", i) + ", target_key: b}\n")
+	}
+	conds.WriteString("    - {key: metadata, field: tier, value: gold, target_keys: [b, a]}\n")
+	st, err := Build(mustParse(b, `
+strategy:
+  mode: conditional
+  conditions:
+`+conds.String()+`
+targets:
+  - {virtual_key: a, provider: openai, base_url: "http://127.0.0.1:1/v1", api_key: k}
+  - {virtual_key: b, provider: openai, base_url: "http://127.0.0.1:2/v1", api_key: k}
+`), upstream.NewPool(), time.Unix(0, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var rc fasthttp.RequestCtx
+		rc.Request.Header.SetMethod("POST")
+		rc.Request.SetRequestURI("/v1/chat/completions")
+		rc.Request.Header.Set("X-Gateway-Metadata", `{"tier":"gold","team":"search"}`)
+		rc.Request.SetBody(benchBody)
+		sc := &scratch{}
+		for pb.Next() {
+			setRequestID(&rc)
+			if !routeRequest(&rc, st, router.SurfaceChat, sc) || len(sc.cands) != 2 {
+				b.Fatalf("not routed: %s", rc.Response.Body())
+			}
+		}
+	})
+}
