@@ -167,7 +167,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 		tr = acquireTracker(g, rc, s, sc)
 		obs = tr
 	}
-	deadline := time.Now().Add(st.Config.Server.RequestTimeout)
+	deadline := time.Now().Add(st.requestTimeout)
 	res := upstream.Walk(rc, &sc.call, sc.cands, deadline, obs)
 	if tr != nil {
 		tr.walkReturned(res)

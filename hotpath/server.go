@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -27,7 +28,7 @@ const (
 	ReadBufferSize = 32 << 10
 	// FallbackMaxRequestBytes caps a body when no configuration is loaded
 	// (the SPEC §2 default, 10 MiB).
-	FallbackMaxRequestBytes = 10 << 20
+	FallbackMaxRequestBytes = config.DefaultMaxRequestBytes
 )
 
 // NewServer returns the fasthttp.Server that serves g. logger receives

@@ -34,9 +34,11 @@ type State struct {
 	// ModelsBody is the prebuilt GET /v1/models answer.
 	ModelsBody []byte
 
-	// maxRequestBytes is Config.Server.MaxRequestBytes, or the SPEC default
-	// when the config left it zero.
+	// maxRequestBytes is Config.Server.MaxRequestBytes and requestTimeout
+	// is Config.Server.RequestTimeout, each replaced by the SPEC default
+	// when zero (a Config built by hand rather than loaded).
 	maxRequestBytes int
+	requestTimeout  time.Duration
 }
 
 // Build compiles cfg into a State. Runtime targets come from pool, so
@@ -59,7 +61,10 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 		maxRequestBytes: cfg.Server.MaxRequestBytes,
 	}
 	if st.maxRequestBytes <= 0 {
-		st.maxRequestBytes = FallbackMaxRequestBytes
+		st.maxRequestBytes = config.DefaultMaxRequestBytes
+	}
+	if st.requestTimeout = cfg.Server.RequestTimeout; st.requestTimeout <= 0 {
+		st.requestTimeout = config.DefaultRequestTimeout
 	}
 	for i := range cfg.Targets {
 		t, err := pool.Target(&cfg.Targets[i])
