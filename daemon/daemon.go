@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,10 @@ const (
 	// not be built; the previous configuration keeps serving.
 	ReloadFailure = telemetry.ReloadFailure
 )
+
+// buildState is hotpath.Build; tests replace it to make a reload's build
+// fail or panic, which a validated configuration never does.
+var buildState = hotpath.Build
 
 // ErrInvalidConfig is returned (wrapped) by New when the configuration file
 // is unreadable or invalid; each problem has already been logged.
@@ -213,11 +218,25 @@ func (d *Daemon) ShutdownTimeout() time.Duration {
 // shutdown_timeout included, takes effect at once.
 //
 // Safe for concurrent use; calls are serialized.
-func (d *Daemon) Reload() string {
+func (d *Daemon) Reload() (result string) {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
 	now := time.Now()
 	log := d.log.With().Str("file", d.path).Logger()
+	// A panic while building a configuration is a bug in the gateway, but
+	// it must not turn an operator's SIGHUP into an outage: log it and keep
+	// serving the previous configuration, which was never replaced (the
+	// only publication is the Store below, after everything is built).
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error().Str("panic", fmt.Sprint(p)).Bytes("stack", debug.Stack()).
+				Msg("BUG: config reload panicked; keeping the configuration served")
+			// Drop Pool entries a half-done build created.
+			d.pool.Retain(d.gw.Load().Targets)
+			d.tel.reload(ReloadFailure, d.hash, now)
+			result = ReloadFailure
+		}
+	}()
 
 	data, err := os.ReadFile(d.path)
 	if err != nil {
@@ -238,7 +257,7 @@ func (d *Daemon) Reload() string {
 		return ReloadFailure
 	}
 	old := d.gw.Load()
-	st, err := hotpath.Build(cfg, d.pool, now)
+	st, err := buildState(cfg, d.pool, now)
 	if err != nil {
 		log.Error().Err(err).Msg("config reload failed: cannot build the routing state; keeping the previous configuration")
 		// Build may have added Pool entries for new identities; drop them.
@@ -247,9 +266,9 @@ func (d *Daemon) Reload() string {
 		return ReloadFailure
 	}
 	d.gw.Store(st) // the one publication: requests load it once each
+	d.hash = hash
 	d.pool.Retain(st.Targets)
 	d.tel.targets(st)
-	d.hash = hash
 	d.tel.reload(ReloadSuccess, hash, now)
 	d.warnRestartOnly(log, old.Config, cfg)
 	log.Info().Str("config_hash", hash).

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,9 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/hotpath"
+	"github.com/switchyard/switchyard/upstream"
 )
 
 func oneTarget(listen, base, extra string) string {
@@ -232,4 +236,73 @@ func TestAccessLogAndRequestMetrics(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReloadBuildFailureAndPanic: when building the new State fails or
+// panics (never for a validated config; a gateway bug), the reload is a
+// failure, the previous configuration keeps serving, the Pool entries the
+// failed build created are dropped, and the next reload works.
+func TestReloadBuildFailureAndPanic(t *testing.T) {
+	ma := startMock(t, mock.Options{Name: "A"})
+	mb := startMock(t, mock.Options{Name: "B"})
+	path := cfgPath(t)
+	writeFile(t, path, oneTarget("127.0.0.1:1", ma.BaseURL(), ""))
+	logs := &syncBuffer{}
+	d, base := startDaemon(t, path, logs)
+	c := newClient()
+	target := func() string {
+		a, err := chat(c, base, "m", false)
+		if err != nil || a.status != http.StatusOK {
+			t.Fatalf("status %d err %v", a.status, err)
+		}
+		return answeredByMock(t, a.body)
+	}
+
+	real := buildState
+	defer func() { buildState = real }()
+	for name, bad := range map[string]func(*config.Config, *upstream.Pool, time.Time) (*hotpath.State, error){
+		"error": func(cfg *config.Config, p *upstream.Pool, now time.Time) (*hotpath.State, error) {
+			_, _ = real(cfg, p, now) // adds B's identity to the pool
+			return nil, errors.New("injected build failure")
+		},
+		"panic": func(cfg *config.Config, p *upstream.Pool, now time.Time) (*hotpath.State, error) {
+			_, _ = real(cfg, p, now)
+			panic("injected build panic")
+		},
+	} {
+		buildState = bad
+		writeFile(t, path, oneTarget("127.0.0.1:1", mb.BaseURL(), "# "+name))
+		if r := d.Reload(); r != ReloadFailure {
+			t.Fatalf("%s: reload %s, want failure", name, r)
+		}
+		if got := target(); got != "A" {
+			t.Fatalf("%s: answered by %s after a failed reload, want A", name, got)
+		}
+		if n := d.Pool().Len(); n != 1 {
+			t.Fatalf("%s: pool holds %d identities after a failed build, want 1", name, n)
+		}
+	}
+	if !strings.Contains(logs.String(), "BUG: config reload panicked") {
+		t.Fatalf("the panic was not logged:\n%s", logs)
+	}
+	buildState = real
+	if r := d.Reload(); r != ReloadSuccess {
+		t.Fatalf("reload after the failures: %s", r)
+	}
+	if got := target(); got != "B" {
+		t.Fatalf("answered by %s, want B", got)
+	}
+}
+
+// answeredByMock returns the mock name in a chat completion's
+// system_fingerprint.
+func answeredByMock(t *testing.T, body string) string {
+	t.Helper()
+	var v struct {
+		SystemFingerprint string `json:"system_fingerprint"`
+	}
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("not a chat completion: %s", body)
+	}
+	return v.SystemFingerprint
 }
