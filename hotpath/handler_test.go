@@ -285,3 +285,27 @@ func TestMalformedHTTPRequest(t *testing.T) {
 	}
 	noCalls(t, a, b, c)
 }
+
+func TestBodyLimitAppliedBeforeTheBodyIsRead(t *testing.T) {
+	// The State's limit (2048) reaches fasthttp through HeaderReceived: a
+	// Content-Length over it is refused from the headers alone, without
+	// waiting for a body the client never sends. (The server's own cap is
+	// 10 MiB, so only HeaderReceived can produce this 413.)
+	a, b, c := threeMocks(t)
+	tg := startGateway(t, baseConfig, a, b, c)
+	conn, err := netDial(tg.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"))
+	var resp fasthttp.Response
+	if err := resp.Read(bufioReader(conn)); err != nil {
+		t.Fatal(err)
+	}
+	want := envelope("request body is too large; at most 2048 bytes allowed", "invalid_request_error", "request_too_large")
+	if resp.StatusCode() != 413 || string(resp.Body()) != want {
+		t.Errorf("got %d %s", resp.StatusCode(), resp.Body())
+	}
+	noCalls(t, a, b, c)
+}
