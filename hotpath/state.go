@@ -1,9 +1,3 @@
-// Package hotpath is the gateway's fasthttp handler: peek, route, walk,
-// write. A request loads the current State once, reads the four routing
-// fields of its body, matches them against the State's router snapshot,
-// keeps the chain members that serve its model and surface, and hands them
-// to upstream.Walk, which writes the answer. Nothing here talks to a
-// provider and nothing here holds mutable routing state.
 package hotpath
 
 import (
