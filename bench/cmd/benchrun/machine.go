@@ -1,0 +1,35 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/switchyard/switchyard/bench/harness"
+)
+
+// machine describes the host from /proc.
+func machine(now time.Time) harness.Machine {
+	m := harness.Machine{Cores: runtime.NumCPU(), GoVersion: runtime.Version(), Date: now, CPU: "unknown CPU"}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			m.LoadAvg = strings.Join(f[:3], " ")
+		}
+	}
+	return m
+}

@@ -1,0 +1,215 @@
+// Command benchrun reproduces every figure in bench/RESULTS.md (it is what
+// `make bench` runs). It builds switchyard, the mock upstream and the bare
+// proxy into a temporary directory, starts each as a separate process, and
+// measures the same way, in one run:
+//
+//   - request/response throughput and latency at fixed concurrency: direct to
+//     the mock, through the bare proxy, through Switchyard with 1 rule and
+//     with 10,000 rules, and through Switchyard failing over (primary 503);
+//   - the same for SSE streams, with the time to the first event;
+//   - proxy CPU time per request (/proc/PID/stat), peak RSS (VmHWM) and
+//     allocations per request (go_memstats_mallocs_total from /metrics);
+//   - latency against offered open-loop load for the bare proxy and
+//     Switchyard (bench/latency.svg), and p99 added at half saturation;
+//   - the RSS of Switchyard holding 10,000 idle keep-alive connections.
+//
+// CPU placement on a 2-core machine: the proxy under test (bare proxy or
+// Switchyard) runs alone on CPU 0 with GOMAXPROCS=1; the mock upstreams and
+// this driver share CPU 1, each with GOMAXPROCS=1. Every proxy therefore has
+// exactly one core, the same one, and its CPU-busy figure shows whether it
+// was the bottleneck. Use -pin=false to let the kernel place everything.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/switchyard/switchyard/bench/harness"
+)
+
+type options struct {
+	out, svg       string
+	duration       time.Duration
+	warmup         time.Duration
+	conns          int
+	sweepStep      time.Duration
+	idleConns      int
+	rules          int
+	switchyard     string
+	pin            bool
+	streamEvents   int
+	streamInterval time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.out, "out", "bench/RESULTS.md", "results file (Markdown); empty: do not write")
+	flag.StringVar(&o.svg, "svg", "bench/latency.svg", "latency chart (SVG); empty: do not write")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "measured time per scenario")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up per scenario")
+	flag.IntVar(&o.conns, "conns", 64, "concurrent connections of the closed-loop runs")
+	flag.DurationVar(&o.sweepStep, "sweep-step", 2*time.Second, "measured time per offered-load step")
+	flag.IntVar(&o.idleConns, "idle-conns", 10000, "idle keep-alive connections to hold (0: skip)")
+	flag.IntVar(&o.rules, "rules", 10000, "rules in the large-config scenario")
+	flag.StringVar(&o.switchyard, "switchyard", "", "prebuilt switchyard binary (default: go build the module root)")
+	flag.BoolVar(&o.pin, "pin", true, "pin the proxy to CPU 0 and the mock and driver to CPU 1 (needs 2+ CPUs)")
+	flag.IntVar(&o.streamEvents, "stream-events", 20, "SSE events per stream")
+	flag.DurationVar(&o.streamInterval, "stream-interval", 0, "pause between SSE events at the mock")
+	flag.Parse()
+
+	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, log); err != nil {
+		log.Error().Err(err).Msg("benchmark failed")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options, log zerolog.Logger) error {
+	start := time.Now()
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "switchyard-bench-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	b := &bench{o: o, log: log, tmp: tmp, ctx: ctx}
+	b.rep.Machine = machine(start)
+	b.rep.Command = strings.TrimSpace("go run ./bench/cmd/benchrun " + strings.Join(os.Args[1:], " "))
+
+	log.Info().Str("dir", tmp).Msg("building binaries")
+	if err := goBuild(ctx, root, filepath.Join(tmp, "bin")+"/", "./bench/cmd/mockupstream", "./bench/cmd/bareproxy"); err != nil {
+		return fmt.Errorf("build bench binaries: %w", err)
+	}
+	b.mockBin, b.bareBin = filepath.Join(tmp, "bin", "mockupstream"), filepath.Join(tmp, "bin", "bareproxy")
+	b.syBin = o.switchyard
+	if b.syBin == "" {
+		b.syBin = filepath.Join(tmp, "bin", "switchyard")
+		if err := goBuild(ctx, root, b.syBin, "."); err != nil {
+			b.syErr = "switchyard does not build: " + firstLine(err.Error())
+			log.Warn().Err(err).Msg("switchyard does not build; its scenarios are skipped")
+		}
+	}
+
+	limit, err := harness.RaiseFileLimit()
+	if err != nil {
+		log.Warn().Err(err).Msg("cannot raise RLIMIT_NOFILE")
+	}
+	b.fileLimit = limit
+	b.setupPinning()
+
+	if err := b.startMocks(); err != nil {
+		return err
+	}
+	defer b.stopMocks()
+	b.describe()
+
+	b.scenarios()
+	b.sweep()
+	b.idle()
+	b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Whole run took %s.", time.Since(start).Round(time.Second)))
+
+	fmt.Println()
+	fmt.Print(b.rep.Tables())
+	svg := ""
+	if o.svg != "" {
+		svg = filepath.Base(o.svg)
+		if chart := b.rep.SVG(); chart != "" {
+			if err := os.WriteFile(inRoot(root, o.svg), []byte(chart), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	if o.out != "" {
+		if err := os.WriteFile(inRoot(root, o.out), []byte(b.rep.Markdown(svg)), 0o644); err != nil {
+			return err
+		}
+		log.Info().Str("file", o.out).Msg("results written")
+	}
+	return ctx.Err()
+}
+
+// setupPinning places the driver on CPU 1 and records where the rest go.
+func (b *bench) setupPinning() {
+	runtime.GOMAXPROCS(1)
+	method := &b.rep.Method
+	if b.o.pin && runtime.NumCPU() >= 2 {
+		if err := harness.PinSelf([]int{1}); err != nil {
+			b.log.Warn().Err(err).Msg("cannot pin; running unpinned")
+		} else {
+			b.proxyCPUs, b.sideCPUs = []int{0}, []int{1}
+			*method = append(*method, "Placement: the proxy under test (bare proxy or Switchyard) alone on CPU 0 with GOMAXPROCS=1; mock upstreams and the load driver on CPU 1, each GOMAXPROCS=1 (sched_setaffinity). Every proxy gets the same single core; \"proxy CPU busy\" near 100% means the proxy was the bottleneck, lower means the driver/mock side was.")
+		}
+	}
+	if b.proxyCPUs == nil {
+		*method = append(*method, "Placement: unpinned; every process GOMAXPROCS=1, the kernel schedules them.")
+	}
+}
+
+// describe records how the run was set up.
+func (b *bench) describe() {
+	method := &b.rep.Method
+	*method = append(*method,
+		fmt.Sprintf("Closed loop: %d keep-alive connections, %v warm-up then %v measured per scenario; each scenario starts a fresh proxy process (so peak RSS is its own).", b.o.conns, b.o.warmup, b.o.duration),
+		fmt.Sprintf("Request: POST /v1/chat/completions with a %d-byte body, model \"bench-model\"; the mock answers a %d-byte chat.completion at once. Switchyard: access log off, log level warn (the bare proxy logs nothing either).", len(chatBody), b.respBytes),
+		fmt.Sprintf("Streams: %d chat.completion.chunk events then data: [DONE], %v apart at the mock; \"first event\" is the time from sending the request to the first body byte.", b.o.streamEvents, b.o.streamInterval),
+		fmt.Sprintf("10,000 rules: %d `key: model` rules; the request matches the last one.", b.o.rules),
+		"Failover: chain [primary, secondary]; primary answers 503 to everything. \"every request\" sets failure_threshold very high so each request really tries primary first; \"circuit open\" keeps the default breaker, which opens after 5 failures and then skips primary.",
+		"CPU/req: the proxy's utime+stime (/proc/PID/stat, 10 ms ticks) over the measured run divided by requests; allocs/req: go_memstats_mallocs_total from the proxy's /metrics (the bare proxy serves it on a side port).",
+		fmt.Sprintf("RLIMIT_NOFILE raised in-process to %d (hard limit) with syscall.Setrlimit before starting children, so the 10,000-connection test fits.", b.fileLimit),
+	)
+}
+
+// moduleRoot is the directory holding go.mod.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("not inside the switchyard module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func goBuild(ctx context.Context, root, out string, pkgs ...string) error {
+	args := append([]string{"build", "-o", out}, pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// inRoot resolves a relative output path against the module root.
+func inRoot(root, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(root, p)
+}
