@@ -25,7 +25,15 @@ type Finding struct {
 //     earlier model_prefix that is a prefix of it);
 //   - a target, other than targets[0], that no chain names;
 //   - a chain member that serves none of the models its rule routes, and a
-//     rule whose chain serves none of them (every request gets 404).
+//     rule whose chain serves none of them (every request gets 404);
+//   - a model listed by no reachable target: an exact id in a target's
+//     models list (patterns are not checked) such that no request carrying
+//     that model, whatever its user, stream, tools, metadata and surface,
+//     makes the target a candidate. The target is reachable for the model
+//     only through a rule the request can win that names the target, or
+//     through the fallback when it is targets[0], on a surface its provider
+//     serves. Failover counts: a chain's later member is reachable. Targets
+//     already reported unreachable are not reported again per model.
 //
 // Input that Compile refuses yields one finding with Rule and Target -1
 // carrying Compile's error; configuration validation is expected to have
@@ -56,7 +64,110 @@ func Lint(rules []RuleSpec, targets []TargetSpec) []Finding {
 				s.targets[t].Name)})
 		}
 	}
+	out = append(out, s.modelFindings(named)...)
 	return out
+}
+
+// modelFindings reports the exact ids of each named target's models list
+// that no request can route to that target (see Lint), in target order,
+// then models order.
+func (s *Snapshot) modelFindings(named []bool) []Finding {
+	// Per target: the model rules naming it by value, the model_prefix
+	// rules and the other rules naming it.
+	type byTarget struct {
+		exact  map[string][]int
+		others []int
+	}
+	idx := make([]byTarget, len(s.targets))
+	for j, r := range s.rules {
+		for _, t := range r.Chain {
+			if r.Key == KeyModel {
+				if idx[t].exact == nil {
+					idx[t].exact = make(map[string][]int)
+				}
+				idx[t].exact[r.Value] = append(idx[t].exact[r.Value], j)
+			} else {
+				idx[t].others = append(idx[t].others, j)
+			}
+		}
+	}
+	var out []Finding
+	for t := range s.targets {
+		if !named[t] {
+			continue
+		}
+		seen := make(map[string]bool)
+		for _, m := range s.targets[t].Models {
+			if isPattern(m) || seen[m] {
+				continue
+			}
+			seen[m] = true
+			reach := t == 0 && s.routes(-1, m, t)
+			for _, j := range idx[t].exact[m] {
+				if reach {
+					break
+				}
+				reach = s.routes(j, m, t)
+			}
+			for _, j := range idx[t].others {
+				if reach {
+					break
+				}
+				if r := s.rules[j]; r.Key != KeyModelPrefix || strings.HasPrefix(m, r.Value) {
+					reach = s.routes(j, m, t)
+				}
+			}
+			if !reach {
+				out = append(out, Finding{Rule: -1, Target: t, Message: fmt.Sprintf(
+					"model %q is listed, but no request for it can reach target %q: %s",
+					m, s.targets[t].Name, s.bareRoute(m))})
+			}
+		}
+	}
+	return out
+}
+
+// routes reports whether some request for model, on a surface target t
+// serves, is won by rule j (-1: no rule, the fallback) and so has t in its
+// chain. The witnesses are minimal: the user and the one metadata entry
+// rule j needs, if any, and every stream/has_tools combination. Adding a
+// user or metadata entry can only make an earlier rule match, so when no
+// minimal witness is won by j, no request is.
+func (s *Snapshot) routes(j int, model string, t int) bool {
+	req := Request{Model: []byte(model)}
+	var md [1]Pair
+	if j >= 0 {
+		switch r := s.rules[j]; r.Key {
+		case KeyUser:
+			req.User, req.HasUser = []byte(r.Value), true
+		case KeyMetadata:
+			md[0] = Pair{Key: []byte(r.Field), Value: []byte(r.Value)}
+			req.Metadata = md[:]
+		}
+	}
+	for x := Surface(0); x < NumSurfaces; x++ {
+		if !s.ServesSurface(t, x) {
+			continue
+		}
+		req.Surface = x
+		for c := 0; c < 4; c++ {
+			req.Stream, req.HasTools = c&1 != 0, c&2 != 0
+			if got, _ := s.Match(&req); got == j {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// bareRoute says where a chat request carrying only model goes, to explain
+// a model finding.
+func (s *Snapshot) bareRoute(model string) string {
+	j, _ := s.Match(&Request{Surface: SurfaceChat, Model: []byte(model)})
+	if j < 0 {
+		return fmt.Sprintf("it matches no condition and goes to the fallback %q alone", s.targets[0].Name)
+	}
+	return fmt.Sprintf("strategy.conditions[%d] (%s) routes it first", j, describeRule(s.rules[j]))
 }
 
 // shadowFinding reports the earliest rule that matches every request rule

@@ -53,6 +53,7 @@ func TestLintClean(t *testing.T) {
 	rules := []RuleSpec{
 		{Key: KeyModel, Value: "gpt-4o", Chain: []int{3, 0}},
 		{Key: KeyModelPrefix, Value: "claude-", Chain: []int{1, 2}},
+		{Key: KeyModel, Value: "llama3-70b", Chain: []int{2}},
 		{Key: KeyUser, Value: "vip", Chain: []int{0}},
 		{Key: KeyStream, Value: "true", Chain: []int{1}},
 		{Key: KeyStream, Value: "false", Chain: []int{0}},
@@ -95,6 +96,11 @@ func TestLintShadowed(t *testing.T) {
 		{13, -1, []string{"repeats strategy.conditions[0] (model_prefix: claude-)"}},
 		{15, -1, []string{"repeats strategy.conditions[14]"}},
 		{18, -1, []string{"strategy.conditions[0] (model_prefix: claude-) comes first"}},
+		// bedrock is named only by shadowed rules (1, 2) and ones that come
+		// after stream: false/true cover every chat request.
+		{-1, 2, []string{`model "claude-3-haiku" is listed, but no request for it can reach target "bedrock"`,
+			"strategy.conditions[0] (model_prefix: claude-) routes it first"}},
+		{-1, 2, []string{`model "llama3-70b"`, "strategy.conditions[6] (stream: false) routes it first"}},
 	})
 }
 
@@ -135,10 +141,86 @@ func TestLintChainMembers(t *testing.T) {
 		{1, 3, []string{`chain member "spare" does not serve a model starting with "cl"`}},
 		{4, -1, []string{`no chain member ("anthropic", "bedrock") serves model "mistral-large"`, "404 model_not_found"}},
 		{5, -1, []string{`no chain member ("anthropic", "spare") serves a model starting with "gemini"`, "404 model_not_found"}},
+		// Rule 1 (prefix "cl") takes claude-3-haiku to anthropic and spare.
+		{-1, 2, []string{`model "claude-3-haiku"`, `target "bedrock"`, "strategy.conditions[1] (model_prefix: cl)"}},
 	})
 }
 
 func TestLintInvalidInput(t *testing.T) {
 	got := Lint([]RuleSpec{{Key: KeyModel, Value: "m"}}, lintTargets())
 	checkFindings(t, got, []wantFinding{{-1, -1, []string{"empty chain"}}})
+}
+
+// TestLintUnreachableModel: SPEC §1 "a model listed by no reachable
+// target": an exact id in a target's models that no request for that model
+// can route to the target, whatever its other fields and surface.
+func TestLintUnreachableModel(t *testing.T) {
+	targets := []TargetSpec{
+		{Name: "fb", Provider: "openai", Surfaces: AllSurfaces, Models: []string{"m-fb", "m-taken"}},                        // 0
+		{Name: "eu", Provider: "openai", Surfaces: AllSurfaces, Models: []string{"gpt-4o", "m-meta", "m-meta", "p*"}},       // 1
+		{Name: "back", Provider: "openai", Surfaces: AllSurfaces, Models: []string{"m-chain"}},                              // 2
+		{Name: "vip", Provider: "openai", Surfaces: AllSurfaces, Models: []string{"m-user", "gpt-4o"}},                      // 3
+		{Name: "emb", Provider: "openai", Surfaces: AllSurfaces, Models: []string{"m-emb"}},                                 // 4
+		{Name: "chatonly", Provider: "anthropic", Surfaces: 1 << SurfaceChat, Models: []string{"m-emb"}},                    // 5
+		{Name: "never", Provider: "openai", Surfaces: AllSurfaces, Models: []string{"m-never"}},                             // 6: named by no rule
+		{Name: "streamer", Provider: "openai", Surfaces: AllSurfaces, Models: []string{"m-stream", "m-streamed-by-prefix"}}, // 7
+	}
+	rules := []RuleSpec{
+		// 0: gpt-4o is pinned here, before the metadata rule naming eu: a
+		// gold-tier gpt-4o request still goes to vip, so eu's gpt-4o is
+		// unreachable (the config.example.yaml case).
+		{Key: KeyModel, Value: "gpt-4o", Chain: []int{3}},
+		// 1: m-taken never falls back to fb; it is routed to eu, which does
+		// not serve it (fb's m-taken is unreachable).
+		{Key: KeyModel, Value: "m-taken", Chain: []int{1}},
+		// 2: any model with metadata tier=gold: reaches eu for m-meta.
+		{Key: KeyMetadata, Field: "tier", Value: "gold", Chain: []int{1}},
+		// 3: back is reached for m-chain by failover from eu.
+		{Key: KeyModel, Value: "m-chain", Chain: []int{1, 2}},
+		// 4: a user rule reaches vip for any model.
+		{Key: KeyUser, Value: "vip", Chain: []int{3}},
+		// 5, 6: stream true and false cover every chat and completions
+		// request; after them only embeddings and images requests are left.
+		{Key: KeyStream, Value: "true", Chain: []int{7}},
+		{Key: KeyStream, Value: "false", Chain: []int{0}},
+		// 7: m-emb reaches emb on embeddings; chatonly (chat only) never.
+		{Key: KeyModel, Value: "m-emb", Chain: []int{5, 4}},
+	}
+	got := Lint(rules, targets)
+	checkFindings(t, got, []wantFinding{
+		{1, -1, []string{`no chain member ("eu") serves model "m-taken"`}},
+		{3, 1, []string{`chain member "eu" does not serve model "m-chain"`}},
+		{-1, 6, []string{`"never" is unreachable`}},
+		{-1, 0, []string{`model "m-taken" is listed, but no request for it can reach target "fb"`,
+			"strategy.conditions[1] (model: m-taken) routes it first"}},
+		{-1, 1, []string{`model "gpt-4o"`, `target "eu"`, "strategy.conditions[0] (model: gpt-4o) routes it first"}},
+		{-1, 5, []string{`model "m-emb"`, `target "chatonly"`, "strategy.conditions[6] (stream: false) routes it first"}},
+	})
+
+	// Without the stream rules, a bare m-emb chat request reaches chatonly,
+	// and fb is the fallback for m-fb.
+	var trimmed []RuleSpec
+	for _, r := range rules {
+		if r.Key != KeyStream {
+			trimmed = append(trimmed, r)
+		}
+	}
+	for _, f := range Lint(trimmed, targets) {
+		if f.Target == 5 || strings.Contains(f.Message, "m-fb") || strings.Contains(f.Message, "m-stream") {
+			t.Errorf("unexpected finding: target %d: %s", f.Target, f.Message)
+		}
+	}
+
+	// The fallback itself: a listed model that no rule takes reaches it
+	// alone; once a model_prefix rule takes it elsewhere, it does not.
+	fbOnly := []TargetSpec{{Name: "fb", Provider: "openai", Surfaces: AllSurfaces, Models: []string{"a-1", "b-1"}},
+		{Name: "x", Provider: "openai", Surfaces: AllSurfaces}}
+	got = Lint([]RuleSpec{{Key: KeyModelPrefix, Value: "b-", Chain: []int{1}}}, fbOnly)
+	checkFindings(t, got, []wantFinding{
+		{-1, 0, []string{`model "b-1"`, `target "fb"`, "strategy.conditions[0] (model_prefix: b-) routes it first"}},
+	})
+	// A fallback member that no rule shadows: no finding.
+	if got := Lint(nil, fbOnly[:1]); got != nil {
+		t.Errorf("fallback-only config: findings\n%s", fmtFindings(got))
+	}
 }
