@@ -204,7 +204,11 @@ func (w *walk) member(t *Target) bool {
 	}
 	lim := t.Limiter()
 	if ok, class := lim.Acquire(w.deadline, nil); !ok {
-		br.Done(ticket, class, now) // neutral: frees a half-open probe slot
+		// No call was made, so the breaker hears a neutral outcome whatever
+		// the limiter's reason: a wait cut short by the request deadline
+		// (ClassTimeout) is not the target's failure and must not count
+		// towards opening its circuit. Done only frees a half-open probe slot.
+		br.Done(ticket, ClassSaturated, now)
 		if class == ClassSaturated {
 			w.obs.Skip(t, class)
 		}
