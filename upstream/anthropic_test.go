@@ -57,7 +57,7 @@ func goldenFiles(t *testing.T, dir, prefix string) []string {
 	return files
 }
 
-func loadGolden(t *testing.T, file string, v any) {
+func loadGolden(t testing.TB, file string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
