@@ -65,7 +65,9 @@ func (d *decoder) applyTargetDefaults(cfg *Config) {
 				case ProviderAnthropic:
 					t.BaseURL = DefaultAnthropicBaseURL
 				case ProviderBedrock:
-					if t.Region != "" {
+					// An invalid region is reported at region; it must not
+					// become a host name (region "evil.example/" would).
+					if t.Region != "" && validRegion(t.Region) {
 						t.BaseURL = fmt.Sprintf(DefaultBedrockBaseURL, t.Region)
 					}
 				}
@@ -242,11 +244,32 @@ func (d *decoder) validateCredentials(t *Target, path string) {
 	if t.APIKey != "" && (id || secret) {
 		d.problemf(p("api_key"), "both api_key and AWS keys are set; want one credential: api_key (a Bedrock API key) or aws_access_key_id/aws_secret_access_key")
 	}
-	if t.BaseURL == "" && t.Region == "" && !d.decodeBad[p("base_url")] {
+	if t.Region != "" && !validRegion(t.Region) {
+		d.problemf(p("region"), "%s is not an AWS region; want lowercase letters and digits in hyphen-separated parts, such as us-east-1",
+			quoteShort(t.Region))
+	} else if t.BaseURL == "" && t.Region == "" && !d.decodeBad[p("base_url")] {
 		d.problemf(p("region"), "bedrock needs region or base_url; want an AWS region such as us-east-1")
 	} else if t.Region == "" && (id || secret) {
 		d.problemf(p("region"), "region is required to sign requests with AWS keys (SigV4); want an AWS region such as us-east-1")
 	}
+}
+
+// validRegion reports whether r has the shape of an AWS region name
+// (us-east-1, us-gov-west-1, cn-north-1): lowercase ASCII letters and digits
+// in non-empty parts joined by single hyphens. The region becomes the host
+// name of the default bedrock URL and the SigV4 signing scope, so anything
+// else (a dot, a slash, an @, a space) is refused rather than sent.
+func validRegion(r string) bool {
+	if r == "" || r[0] == '-' || r[len(r)-1] == '-' || strings.Contains(r, "--") {
+		return false
+	}
+	for i := 0; i < len(r); i++ {
+		c := r[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *decoder) validateModels(t *Target, path string) {

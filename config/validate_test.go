@@ -162,6 +162,17 @@ func TestValidationProblems(t *testing.T) {
 			[]want{{"targets[1].region", 30, "virtual_key", "bedrock needs region or base_url; want an AWS region such as us-east-1"}}},
 		{"bedrock sigv4 without region", "    region: us-east-1\n", "    base_url: https://bedrock.example.com\n",
 			[]want{{"targets[1].region", 30, "virtual_key", "region is required to sign requests with AWS keys (SigV4); want an AWS region such as us-east-1"}}},
+		// The region becomes the default URL's host name: a region that
+		// would move it elsewhere (bedrock-runtime.evil.example/...) is
+		// refused at region, and no URL is built from it.
+		{"region with a slash", "region: us-east-1", "region: evil.example/",
+			[]want{{"targets[1].region", 32, "evil", `"evil.example/" is not an AWS region; want lowercase letters and digits in hyphen-separated parts, such as us-east-1`}}},
+		{"region with spaces", "region: us-east-1", "region: us east 1",
+			[]want{{"targets[1].region", 32, "us east", `"us east 1" is not an AWS region; want lowercase letters and digits in hyphen-separated parts, such as us-east-1`}}},
+		{"region with user info", "region: us-east-1", "region: x@evil.example",
+			[]want{{"targets[1].region", 32, "x@", `"x@evil.example" is not an AWS region; want lowercase letters and digits in hyphen-separated parts, such as us-east-1`}}},
+		{"region upper case", "region: us-east-1", "region: US-EAST-1",
+			[]want{{"targets[1].region", 32, "US", `"US-EAST-1" is not an AWS region; want lowercase letters and digits in hyphen-separated parts, such as us-east-1`}}},
 		{"region on openai", "provider: openai\n", "provider: openai\n    region: eu-west-1\n",
 			[]want{{"targets[0].region", 23, "eu-west-1", "region is only for provider bedrock; this target's provider is openai"}}},
 		{"aws key on openai", "provider: openai\n", "provider: openai\n    aws_access_key_id: AKID\n",
