@@ -153,6 +153,9 @@ type walk struct {
 	last     outcome
 	// minPark is the shortest remaining park among parked members skipped.
 	minPark time.Duration
+	// pending is true while an attempt holds a breaker ticket it has not
+	// reported yet (see attempt).
+	pending bool
 }
 
 func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline time.Time, obs Observer, clk *clock) Result {
@@ -215,7 +218,15 @@ func (w *walk) member(t *Target) bool {
 		w.last = outcome{class: class}
 		return false
 	}
-	// The slot is held across this member's retries and backoffs.
+	// The slot is held across this member's retries and backoffs, and
+	// released on every way out of here, a panic included, unless a
+	// committed stream took it over (its writer releases it).
+	held := true
+	defer func() {
+		if held {
+			lim.Release()
+		}
+	}()
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
 			if ticket, ok = br.Allow(w.clk.now()); !ok {
@@ -224,10 +235,10 @@ func (w *walk) member(t *Target) bool {
 		}
 		o, committed := w.attempt(t, ticket)
 		if committed {
-			return true // the stream writer releases the slot
+			held = false // the stream writer releases the slot
+			return true
 		}
 		if o.class == ClassOK {
-			lim.Release()
 			return true
 		}
 		w.last = o
@@ -247,7 +258,6 @@ func (w *walk) member(t *Target) bool {
 		}
 		w.clk.sleep(backoff)
 	}
-	lim.Release()
 	return false
 }
 
@@ -276,9 +286,17 @@ var headerRequestID = []byte("X-Request-Id")
 func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
+	w.pending = true
 	defer func() {
 		if !committed {
 			fasthttp.ReleaseResponse(resp)
+		}
+		if w.pending {
+			// Only a panic (an adapter bug) leaves here with the ticket
+			// unreported. Hand it back as neutral: a half-open probe slot
+			// held forever would keep the target out of every chain.
+			w.pending = false
+			t.Breaker().Done(ticket, ClassCanceled, w.clk.now())
 		}
 	}()
 	model := t.UpstreamModel(w.call.Model)
@@ -286,6 +304,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		fasthttp.ReleaseRequest(req)
 		// Not an upstream call: the request cannot be expressed for this
 		// provider. A client error, neutral for the breaker.
+		w.pending = false
 		t.Breaker().Done(ticket, ClassClient, w.clk.now())
 		return outcome{class: ClassClient, status: fasthttp.StatusBadRequest,
 			envelope: AppendError(nil, err.Error(), TypeInvalidRequest, CodeInvalidRequest)}, false
@@ -353,6 +372,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 
 // done reports an attempt's outcome to the breaker and the observer.
 func (w *walk) done(t *Target, ticket Ticket, o outcome, t0 time.Time) {
+	w.pending = false
 	now := w.clk.now()
 	t.Breaker().Done(ticket, o.class, now)
 	w.obs.Attempt(t, o.class, o.status, now.Sub(t0))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -53,31 +54,75 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 	obs, clk, start := w.obs, w.clk, w.start
 	laddr := resp.LocalAddr()
 	first, firstErr := frame, err
+	// From here the writer owns the ticket, the slot, resp, br and buf.
+	w.pending = false
 	rc.SetBodyStreamWriter(func(bw *bufio.Writer) {
-		class := relay(bw, dec, br, first, firstErr, func() {
+		// fasthttp runs this on its own goroutine with no recover: a panic
+		// here (a decoder bug on odd upstream bytes) would take the whole
+		// process down and leak the slot and the ticket. The deferred
+		// cleanup runs on every way out; a panic ends the stream with an
+		// error frame and is reported to obs if it is a PanicObserver.
+		class := ClassCanceled
+		defer func() {
+			breakerClass := class
+			if v := recover(); v != nil {
+				if po, ok := obs.(PanicObserver); ok {
+					po.Panicked(v, debug.Stack())
+				}
+				writeErrorFrame(bw, internalErrorEnvelope)
+				// The gateway's bug, not the target's: neutral for the breaker.
+				class, breakerClass = ClassTransport, ClassCanceled
+			}
+			if class == ClassOK {
+				// After [DONE] only the body's terminating chunk should be
+				// left: read it (briefly) so the connection goes back to the
+				// pool.
+				setStreamDeadline(laddr, clk.now().Add(drainTimeout))
+				io.Copy(io.Discard, io.LimitReader(br, maxDrain)) //nolint:errcheck
+			}
+			// Closing an unfinished body stream closes the connection, which
+			// is how a client disconnect cancels the upstream request.
+			resp.CloseBodyStream() //nolint:errcheck
+			fasthttp.ReleaseResponse(resp)
+			br.Reset(nil)
+			readerPool.Put(br)
+			framePool.Put(buf)
+			end := clk.now()
+			t.Breaker().Done(ticket, breakerClass, end)
+			t.Limiter().Release()
+			res.Class = class
+			obs.StreamEnd(res, end.Sub(start))
+		}()
+		class = relay(bw, dec, br, first, firstErr, func() {
 			// Between events the silence is bounded by the target timeout.
 			setStreamDeadline(laddr, clk.now().Add(t.Timeout))
 		}, buf)
-		if class == ClassOK {
-			// After [DONE] only the body's terminating chunk should be left:
-			// read it (briefly) so the connection goes back to the pool.
-			setStreamDeadline(laddr, clk.now().Add(drainTimeout))
-			io.Copy(io.Discard, io.LimitReader(br, maxDrain)) //nolint:errcheck
-		}
-		// Closing an unfinished body stream closes the connection, which is
-		// how a client disconnect cancels the upstream request.
-		resp.CloseBodyStream() //nolint:errcheck
-		fasthttp.ReleaseResponse(resp)
-		br.Reset(nil)
-		readerPool.Put(br)
-		framePool.Put(buf)
-		end := clk.now()
-		t.Breaker().Done(ticket, class, end)
-		t.Limiter().Release()
-		res.Class = class
-		obs.StreamEnd(res, end.Sub(start))
 	})
 	return outcome{class: ClassOK}, true
+}
+
+// PanicObserver is an Observer that also hears of a panic recovered in a
+// committed stream's writer (which runs on fasthttp's goroutine, outside
+// any handler's recover). v is the panic value and stack the goroutine's
+// stack; the stream has already been ended with an internal_error frame.
+type PanicObserver interface {
+	Observer
+	Panicked(v any, stack []byte)
+}
+
+// CodeInternalError is the error code of a gateway bug answered to the
+// client (HTTP 500, or an SSE error frame after the commit).
+const CodeInternalError = "internal_error"
+
+var internalErrorEnvelope = AppendError(nil, "internal gateway error", TypeUpstream, CodeInternalError)
+
+// writeErrorFrame writes one SSE error frame and flushes it; errors are
+// ignored (the client may be gone).
+func writeErrorFrame(bw *bufio.Writer, envelope []byte) {
+	bw.WriteString("data: ") //nolint:errcheck // Flush reports it
+	bw.Write(envelope)       //nolint:errcheck
+	bw.WriteString("\n\n")   //nolint:errcheck
+	bw.Flush()               //nolint:errcheck
 }
 
 // Draining a finished stream for connection reuse is bounded by these.
