@@ -425,9 +425,7 @@ func (w *completionWriter) end(finish string, u usage) []byte {
 	} else {
 		w.dst = append(w.dst, ']')
 	}
-	if finish == "content_filter" && !w.hasText && w.toolCalls == 0 {
-		w.dst = append(w.dst, `,"refusal":null`...)
-	}
+	w.dst = append(w.dst, `,"refusal":null`...) // as OpenAI sends it
 	w.dst = append(w.dst, `},"logprobs":null,"finish_reason":"`...)
 	w.dst = append(w.dst, finish...)
 	w.dst = append(w.dst, `"}],"usage":`...)
