@@ -121,8 +121,12 @@ func (a bedrockAdapter) sign(req *fasthttp.Request, ep *Endpoint, body []byte) e
 	}
 	creds := aws.Credentials{AccessKeyID: ep.AWSAccessKeyID,
 		SecretAccessKey: ep.AWSSecretAccessKey, SessionToken: ep.AWSSessionToken}
+	region := ep.Region
+	if region == "" {
+		region = regionFromHost(hr.Host)
+	}
 	if err := sigv4.SignHTTP(context.Background(), creds, hr, hex.EncodeToString(sum[:]),
-		"bedrock", ep.Region, now()); err != nil {
+		"bedrock", region, now()); err != nil {
 		return err
 	}
 	for _, k := range [...]string{"Authorization", "X-Amz-Date", "X-Amz-Security-Token"} {
@@ -131,6 +135,21 @@ func (a bedrockAdapter) sign(req *fasthttp.Request, ep *Endpoint, body []byte) e
 		}
 	}
 	return nil
+}
+
+// regionFromHost reads the region of a bedrock-runtime[-fips].{region}.amazonaws.com
+// host, for an endpoint configured with a base URL but no region ("" if the
+// host does not say).
+func regionFromHost(host string) string {
+	rest, ok := strings.CutPrefix(host, "bedrock-runtime.")
+	if !ok {
+		rest, ok = strings.CutPrefix(host, "bedrock-runtime-fips.")
+	}
+	region, _, found := strings.Cut(rest, ".")
+	if !ok || !found {
+		return ""
+	}
+	return region
 }
 
 // bedrockRequestBody appends the Converse request for c to dst (the model

@@ -261,3 +261,29 @@ func TestBedrockRejectsRemoteImages(t *testing.T) {
 		}
 	}
 }
+
+func TestBedrockRegionFromHost(t *testing.T) {
+	for host, want := range map[string]string{
+		"bedrock-runtime.eu-west-3.amazonaws.com":      "eu-west-3",
+		"bedrock-runtime-fips.us-east-1.amazonaws.com": "us-east-1",
+		"bedrock-runtime.us-gov-west-1.amazonaws.com":  "us-gov-west-1",
+		"127.0.0.1:8080":   "",
+		"bedrock-runtime.": "",
+		"example.com":      "",
+	} {
+		if got := regionFromHost(host); got != want {
+			t.Errorf("%s: %q, want %q", host, got, want)
+		}
+	}
+	// Signed with the host's region when Endpoint.Region is empty.
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	ep := &Endpoint{BaseURL: "https://bedrock-runtime.ap-south-1.amazonaws.com", AWSAccessKeyID: "AKID", AWSSecretAccessKey: "s"}
+	c := &Call{Surface: router.SurfaceChat, Body: []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)}
+	if err := newBedrockAdapter().BuildRequest(req, ep, c, []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	if auth := string(req.Header.Peek("Authorization")); !strings.Contains(auth, "/ap-south-1/bedrock/aws4_request") {
+		t.Errorf("Authorization %q", auth)
+	}
+}
