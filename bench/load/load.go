@@ -394,3 +394,31 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	}
 }
+
+// Merge adds o to r as if both runs were one: counts and histograms add up,
+// and so do the elapsed times (the runs were back to back, not concurrent).
+func (r *Result) Merge(o *Result) {
+	r.Completed += o.Completed
+	r.Errors += o.Errors
+	r.Events += o.Events
+	r.Elapsed += o.Elapsed
+	if r.Status == nil {
+		r.Status = map[int]int64{}
+	}
+	for k, v := range o.Status {
+		r.Status[k] += v
+	}
+	if r.FirstError == "" {
+		r.FirstError = o.FirstError
+	}
+	if r.Latency == nil {
+		r.Latency = NewHistogram()
+	}
+	r.Latency.Merge(o.Latency)
+	if o.FirstEvent != nil {
+		if r.FirstEvent == nil {
+			r.FirstEvent = NewHistogram()
+		}
+		r.FirstEvent.Merge(o.FirstEvent)
+	}
+}

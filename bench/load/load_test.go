@@ -235,3 +235,20 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("cancel: %v %v", err, res)
 	}
 }
+
+func TestResultMerge(t *testing.T) {
+	a := &Result{Completed: 10, Errors: 1, Elapsed: time.Second, Status: map[int]int64{200: 10, 503: 1}, Latency: NewHistogram()}
+	a.Latency.Record(time.Millisecond)
+	b := &Result{Completed: 30, Elapsed: time.Second, Status: map[int]int64{200: 30}, Latency: NewHistogram(),
+		FirstEvent: NewHistogram(), FirstError: "x", Events: 7}
+	b.Latency.Record(3 * time.Millisecond)
+	b.FirstEvent.Record(time.Microsecond)
+	var sum Result
+	sum.Merge(a)
+	sum.Merge(b)
+	if sum.Completed != 40 || sum.Errors != 1 || sum.Throughput() != 20 || sum.Status[200] != 40 || sum.Status[503] != 1 ||
+		sum.Latency.Count() != 2 || sum.Latency.Max() != 3*time.Millisecond || sum.FirstEvent.Count() != 1 ||
+		sum.FirstError != "x" || sum.Events != 7 {
+		t.Fatalf("%+v", sum)
+	}
+}

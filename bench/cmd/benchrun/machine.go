@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,4 +33,15 @@ func machine(now time.Time) harness.Machine {
 		}
 	}
 	return m
+}
+
+// busyMachine reports whether the 1-minute load average (first field of
+// loadavg) shows other work: more than a quarter of the cores busy.
+func busyMachine(loadavg string) (bool, string) {
+	f := strings.Fields(loadavg)
+	if len(f) == 0 {
+		return false, ""
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return err == nil && v > 0.25*float64(runtime.NumCPU()), f[0]
 }

@@ -124,6 +124,10 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	b.sweep()
 	b.idle()
 	b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Whole run took %s.", time.Since(start).Round(time.Second)))
+	if busy, at := busyMachine(b.rep.Machine.LoadAvg); busy {
+		b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Other processes were running: 1-minute load average %s at the start, %s at the end, on %d cores. Treat tail latencies (and the pass/miss lines) as noisy; rerun on an idle machine.",
+			at, firstField(machine(time.Now()).LoadAvg), b.rep.Machine.Cores))
+	}
 
 	fmt.Println()
 	fmt.Print(b.rep.Tables())
@@ -166,7 +170,7 @@ func (b *bench) setupPinning() {
 func (b *bench) describe() {
 	method := &b.rep.Method
 	*method = append(*method,
-		fmt.Sprintf("Closed loop: %d keep-alive connections, %v warm-up then %v measured per scenario; each scenario starts a fresh proxy process (so peak RSS is its own).", b.o.conns, b.o.warmup, b.o.duration),
+		fmt.Sprintf("Closed loop: %d keep-alive connections; every row has its own proxy process (so peak RSS is its own), warmed up for %v, then measured for %v in total as %d slices taken in alternation with the other rows of its group (request/response, failover, streaming), so background load on the machine falls on all rows alike.", b.o.conns, b.o.warmup, b.o.duration, rounds),
 		fmt.Sprintf("Request: POST /v1/chat/completions with a %d-byte body, model \"bench-model\"; the mock answers a %d-byte chat.completion at once. Switchyard: access log off, log level warn (the bare proxy logs nothing either).", len(chatBody), b.respBytes),
 		fmt.Sprintf("Streams: %d chat.completion.chunk events then data: [DONE], %v apart at the mock; \"first event\" is the time from sending the request to the first body byte.", b.o.streamEvents, b.o.streamInterval),
 		fmt.Sprintf("10,000 rules: %d `key: model` rules; the request matches the last one.", b.o.rules),
@@ -212,4 +216,11 @@ func inRoot(root, p string) string {
 		return p
 	}
 	return filepath.Join(root, p)
+}
+
+func firstField(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return s
 }

@@ -152,6 +152,27 @@ func (b *bench) startSwitchyard(name string, targets []gwTarget, rules [][2]stri
 	if err != nil {
 		return nil, err
 	}
+	yaml := gatewayYAML(addr, targets, rules)
+	file := filepath.Join(b.tmp, strings.NewReplacer(" ", "-", ",", "").Replace(name)+".yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		return nil, err
+	}
+	p, err := harness.Start(b.ctx, b.syBin, []string{"serve", "-config", file, "-listen", addr},
+		harness.StartOptions{Name: "switchyard", CPUs: b.proxyCPUs, Env: []string{"GOMAXPROCS=1"}})
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(b.ctx, "http://"+addr+"/readyz", p, 60*time.Second); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return &proxy{proc: p, addr: addr, metricsURL: "http://" + addr + "/metrics"}, nil
+}
+
+// gatewayYAML is a Switchyard config listening on addr with targets and
+// model rules ((model, comma-separated chain) pairs, in order). Access log
+// off and level warn: the bare proxy logs nothing either.
+func gatewayYAML(addr string, targets []gwTarget, rules [][2]string) string {
 	var y strings.Builder
 	fmt.Fprintf(&y, "server:\n  listen: %s\nlog:\n  level: warn\n  access_log: false\nstrategy:\n  mode: conditional\n  conditions:\n", addr)
 	for _, r := range rules {
@@ -169,20 +190,7 @@ func (b *bench) startSwitchyard(name string, targets []gwTarget, rules [][2]stri
 			fmt.Fprintf(&y, "    circuit_breaker:\n      failure_threshold: %d\n", t.failureThreshold)
 		}
 	}
-	file := filepath.Join(b.tmp, strings.NewReplacer(" ", "-", ",", "").Replace(name)+".yaml")
-	if err := os.WriteFile(file, []byte(y.String()), 0o600); err != nil {
-		return nil, err
-	}
-	p, err := harness.Start(b.ctx, b.syBin, []string{"serve", "-config", file, "-listen", addr},
-		harness.StartOptions{Name: "switchyard", CPUs: b.proxyCPUs, Env: []string{"GOMAXPROCS=1"}})
-	if err != nil {
-		return nil, err
-	}
-	if err := waitHTTP(b.ctx, "http://"+addr+"/readyz", p, 60*time.Second); err != nil {
-		p.Stop()
-		return nil, err
-	}
-	return &proxy{proc: p, addr: addr, metricsURL: "http://" + addr + "/metrics"}, nil
+	return y.String()
 }
 
 func (b *bench) mockURL(p *harness.Proc) string { return "http://" + p.Addr + "/v1" }
@@ -210,7 +218,16 @@ func (b *bench) failover(threshold int) (*proxy, error) {
 	}, [][2]string{{"bench-model", "primary,secondary"}})
 }
 
-// scenarios measures every row of the request and streaming tables.
+// contender is one row of an interleaved comparison.
+type contender struct {
+	row   *harness.Row
+	url   string
+	body  []byte
+	proxy *proxy // nil: straight to the mock
+}
+
+// scenarios measures every row of the request and streaming tables, in
+// three groups whose members are measured in alternation (see compare).
 func (b *bench) scenarios() {
 	b.rows = map[string]*harness.Row{}
 	add := func(name string, stream bool, direct, bare string) *harness.Row {
@@ -225,119 +242,181 @@ func (b *bench) scenarios() {
 		b.rep.Rows = append(b.rep.Rows, r)
 		return r
 	}
-	url := func(addr string) string { return "http://" + addr + chatPath }
+	direct := func(row *harness.Row, mock *harness.Proc, body []byte) *contender {
+		return &contender{row: row, url: "http://" + mock.Addr + chatPath, body: body}
+	}
 
-	b.measure(add(rowDirect, false, "", ""), url(b.primary.Addr), chatBody, nil, nil)
-	b.withProxy(add(rowBare, false, rowDirect, ""), func() (*proxy, error) { return b.startBare(b.primary.Addr) }, chatBody, nil)
-	b.withProxy(add(rowSy1, false, rowDirect, rowBare), func() (*proxy, error) { return b.oneRule(b.primary) }, chatBody, nil)
+	// Request/response.
 	var body10k []byte
-	b.withProxy(add(rowSy10k, false, rowDirect, rowBare), func() (*proxy, error) {
-		p, body, err := b.manyRules()
-		body10k = body
-		return p, err
-	}, nil, &body10k)
+	b.compare([]*contender{
+		direct(add(rowDirect, false, "", ""), b.primary, chatBody),
+		b.viaProxy(add(rowBare, false, rowDirect, ""), chatBody, func() (*proxy, error) { return b.startBare(b.primary.Addr) }),
+		b.viaProxy(add(rowSy1, false, rowDirect, rowBare), chatBody, func() (*proxy, error) { return b.oneRule(b.primary) }),
+		b.viaProxy(add(rowSy10k, false, rowDirect, rowBare), nil, func() (*proxy, error) {
+			p, body, err := b.manyRules()
+			body10k = body
+			return p, err
+		}),
+	}, &body10k)
 
 	// Failover: the primary mock fails every request from here on.
 	if err := mockCall(b.primary.Addr, "POST", "/_mock/fail?status=503"); err != nil {
 		b.log.Warn().Err(err).Msg("cannot make the primary mock fail")
 	}
-	for _, fo := range []struct {
-		name      string
-		threshold int
-	}{{rowFailEvery, 1_000_000_000}, {rowFailOpen, 0}} {
-		row := add(fo.name, false, rowDirect, "")
-		before, _ := mockStats(b.primary.Addr)
-		b.withProxy(row, func() (*proxy, error) { return b.failover(fo.threshold) }, chatBody, nil)
-		after, _ := mockStats(b.primary.Addr)
-		if row.Result != nil {
-			row.Note = fmt.Sprintf("the primary mock answered 503 to %d requests during warm-up and run, the secondary served %d in the measured run",
-				after.Failed-before.Failed, row.Result.Completed)
-		}
+	before, _ := mockStats(b.primary.Addr)
+	every := add(rowFailEvery, false, rowDirect, "")
+	open := add(rowFailOpen, false, rowDirect, "")
+	b.compare([]*contender{
+		b.viaProxy(every, chatBody, func() (*proxy, error) { return b.failover(1_000_000_000) }),
+		b.viaProxy(open, chatBody, func() (*proxy, error) { return b.failover(0) }),
+	}, nil)
+	after, _ := mockStats(b.primary.Addr)
+	if every.Result != nil && open.Result != nil {
+		n := every.Result.Completed + every.Result.Errors + open.Result.Completed + open.Result.Errors
+		every.Note = fmt.Sprintf("the primary mock answered 503 to %d requests while both failover rows ran (including warm-up); their measured runs served %d requests, so nearly every request of this row tried the primary first", after.Failed-before.Failed, n)
+		open.Note = "the breaker opened after 5 failures (default failure_threshold) and stayed open (timeout 30 s), so requests went straight to the secondary"
 	}
 	if err := mockCall(b.primary.Addr, "POST", "/_mock/reset"); err != nil {
 		b.log.Warn().Err(err).Msg("cannot reset the primary mock")
 	}
 
-	b.measure(add(rowDirectSSE, true, "", ""), url(b.streamer.Addr), streamBody, nil, nil)
-	b.withProxy(add(rowBareSSE, true, rowDirectSSE, ""), func() (*proxy, error) { return b.startBare(b.streamer.Addr) }, streamBody, nil)
-	b.withProxy(add(rowSySSE, true, rowDirectSSE, rowBareSSE), func() (*proxy, error) { return b.oneRule(b.streamer) }, streamBody, nil)
+	// Streaming.
+	b.compare([]*contender{
+		direct(add(rowDirectSSE, true, "", ""), b.streamer, streamBody),
+		b.viaProxy(add(rowBareSSE, true, rowDirectSSE, ""), streamBody, func() (*proxy, error) { return b.startBare(b.streamer.Addr) }),
+		b.viaProxy(add(rowSySSE, true, rowDirectSSE, rowBareSSE), streamBody, func() (*proxy, error) { return b.oneRule(b.streamer) }),
+	}, nil)
 }
 
-// withProxy starts a proxy, measures row through it and stops it. body may
-// be given late through bodyp (set by start).
-func (b *bench) withProxy(row *harness.Row, start func() (*proxy, error), body []byte, bodyp *[]byte) {
+// viaProxy starts a proxy for row; nil (row skipped) if it does not start.
+func (b *bench) viaProxy(row *harness.Row, body []byte, start func() (*proxy, error)) *contender {
 	if b.ctx.Err() != nil {
 		row.Skipped = "interrupted"
-		return
+		return nil
 	}
 	p, err := start()
 	if err != nil {
 		row.Skipped = firstLine(err.Error())
 		b.log.Warn().Err(err).Str("scenario", row.Name).Msg("scenario skipped")
-		return
+		return nil
 	}
-	defer p.stop()
-	if bodyp != nil {
-		body = *bodyp
-	}
-	b.measure(row, "http://"+p.addr+chatPath, body, p, nil)
-	if row.Result != nil {
-		if hwm, err := harness.MemStatus(p.proc.PID(), "VmHWM"); err == nil {
-			row.PeakRSS = hwm
+	return &contender{row: row, url: "http://" + p.addr + chatPath, body: body, proxy: p}
+}
+
+// rounds is how many slices each contender's measured time is cut into.
+const rounds = 3
+
+// compare warms every contender up, then measures them in alternation:
+// rounds passes, each giving every contender Duration/rounds, the starting
+// contender rotating. Background load on the machine then falls on all of
+// them alike instead of on whichever ran during a burst. A contender's row
+// gets the merged result, CPU time and allocations of its slices; proxies
+// are stopped at the end. bodyp, if non-nil, fills in a nil body (set by a
+// proxy start).
+func (b *bench) compare(all []*contender, bodyp *[]byte) {
+	var cs []*contender
+	for _, c := range all {
+		if c == nil {
+			continue
 		}
+		if c.body == nil && bodyp != nil {
+			c.body = *bodyp
+		}
+		if c.proxy != nil {
+			defer c.proxy.stop()
+		}
+		cs = append(cs, c)
+	}
+	// Warm up each, dropping those that fail.
+	live := cs[:0]
+	for _, c := range cs {
+		if b.warm(c) {
+			live = append(live, c)
+		}
+	}
+	slice := b.o.duration / rounds
+	for r := range rounds {
+		for i := range live {
+			c := live[(i+r)%len(live)]
+			if b.ctx.Err() != nil {
+				c.row.Skipped = "interrupted"
+				continue
+			}
+			b.measureSlice(c, slice)
+		}
+	}
+	for _, c := range live {
+		if c.proxy != nil && c.row.Result != nil {
+			if hwm, err := harness.MemStatus(c.proxy.proc.PID(), "VmHWM"); err == nil {
+				c.row.PeakRSS = hwm
+			}
+		}
+		b.logRow(c.row)
 	}
 }
 
-// measure warms up then measures row against url. With a proxy it reads
-// the proxy's CPU time and allocation counter around the measured run.
-func (b *bench) measure(row *harness.Row, url string, body []byte, p *proxy, cfgEdit func(*load.Config)) {
-	if b.ctx.Err() != nil {
-		row.Skipped = "interrupted"
-		return
+func (b *bench) loadConfig(c *contender, d time.Duration) load.Config {
+	return load.Config{
+		URL: c.url, Body: c.body, Headers: authHeader, Connections: b.o.conns,
+		Duration: d, Stream: c.row.Stream, Timeout: 30 * time.Second,
 	}
-	cfg := load.Config{
-		URL: url, Body: body, Headers: authHeader, Connections: b.o.conns,
-		Duration: b.o.warmup, Stream: row.Stream, Timeout: 30 * time.Second,
+}
+
+// warm runs the unmeasured warm-up; false (row skipped) when nothing works.
+func (b *bench) warm(c *contender) bool {
+	res, err := load.Run(b.ctx, b.loadConfig(c, b.o.warmup))
+	if err == nil && res.Completed > 0 {
+		return true
 	}
-	if cfgEdit != nil {
-		cfgEdit(&cfg)
+	c.row.Skipped = "warm-up failed"
+	if res != nil && res.FirstError != "" {
+		c.row.Skipped += ": " + truncate(res.FirstError, 120)
 	}
-	warm, err := load.Run(b.ctx, cfg)
-	if err != nil || warm.Completed == 0 {
-		row.Skipped = "warm-up failed"
-		if warm != nil && warm.FirstError != "" {
-			row.Skipped += ": " + truncate(warm.FirstError, 120)
+	if c.proxy != nil {
+		if tail := c.proxy.proc.Log(); tail != "" {
+			b.log.Warn().Str("scenario", c.row.Name).Str("log", lastLines(tail, 5)).Msg("proxy output")
 		}
-		if p != nil {
-			if tail := p.proc.Log(); tail != "" {
-				b.log.Warn().Str("scenario", row.Name).Str("log", lastLines(tail, 5)).Msg("proxy output")
-			}
-		}
-		b.log.Warn().Str("scenario", row.Name).Str("why", row.Skipped).Msg("scenario skipped")
-		return
 	}
+	b.log.Warn().Str("scenario", c.row.Name).Str("why", c.row.Skipped).Msg("scenario skipped")
+	return false
+}
+
+// measureSlice measures one slice of c and adds it to c.row, with the
+// proxy's CPU time and allocation counter read around it.
+func (b *bench) measureSlice(c *contender, d time.Duration) {
+	row := c.row
 	var cpu0, m0 float64
-	haveMallocs := false
-	if p != nil {
-		cpu0, _ = harness.CPUSeconds(p.proc.PID())
-		if v, ok, err := harness.ScrapeCounter(p.metricsURL, "go_memstats_mallocs_total"); err == nil && ok {
-			m0, haveMallocs = v, true
+	var cpuOK, mOK bool
+	if c.proxy != nil {
+		v, err := harness.CPUSeconds(c.proxy.proc.PID())
+		cpu0, cpuOK = v, err == nil
+		if v, ok, err := harness.ScrapeCounter(c.proxy.metricsURL, "go_memstats_mallocs_total"); err == nil && ok {
+			m0, mOK = v, true
 		}
 	}
-	cfg.Duration = b.o.duration
-	res, err := load.Run(b.ctx, cfg)
+	res, err := load.Run(b.ctx, b.loadConfig(c, d))
 	if err != nil {
-		row.Skipped = "interrupted"
 		return
 	}
-	row.Result = res
-	if p != nil {
-		if cpu1, err := harness.CPUSeconds(p.proc.PID()); err == nil {
-			row.CPUSeconds = cpu1 - cpu0
-		}
-		if v, ok, err := harness.ScrapeCounter(p.metricsURL, "go_memstats_mallocs_total"); err == nil && ok && haveMallocs {
-			row.Mallocs = v - m0
-		}
+	if row.Result == nil {
+		row.Result = &load.Result{}
+	}
+	row.Result.Merge(res)
+	if c.proxy == nil {
+		return
+	}
+	if v, err := harness.CPUSeconds(c.proxy.proc.PID()); err == nil && cpuOK {
+		row.CPUSeconds = max(row.CPUSeconds, 0) + v - cpu0
+	}
+	if v, ok, err := harness.ScrapeCounter(c.proxy.metricsURL, "go_memstats_mallocs_total"); err == nil && ok && mOK {
+		row.Mallocs = max(row.Mallocs, 0) + v - m0
+	}
+}
+
+func (b *bench) logRow(row *harness.Row) {
+	res := row.Result
+	if res == nil {
+		return
 	}
 	ev := b.log.Info().Str("scenario", row.Name).Float64("req_per_s", math.Round(res.Throughput())).
 		Dur("p50", res.Latency.Quantile(0.5)).Dur("p99", res.Latency.Quantile(0.99)).Int64("errors", res.Errors)
@@ -367,43 +446,66 @@ func (b *bench) sweep() {
 	b.rep.SweepBaseline = seriesBare
 	b.rep.SweepFor = map[string]string{rowSy1: seriesSy1, rowSy10k: seriesSy10k}
 	b.rep.Method = append(b.rep.Method, fmt.Sprintf(
-		"Latency vs offered load: open loop at 10/30/50/70/90%% of the bare proxy's closed-loop throughput (%.0f req/s), %v per step, up to %d connections; latency counts from the moment a request was due, so queueing is included.",
+		"Latency vs offered load: open loop at 10/30/50/70/90%% of the bare proxy's closed-loop throughput (%.0f req/s), %v per step and proxy, proxies alternating at each step, up to %d connections; latency counts from the moment a request was due, so queueing is included.",
 		sat, b.o.sweepStep, b.o.conns))
 
-	run := func(series string, start func() (*proxy, []byte, error), rates []float64) {
-		s := harness.Series{Name: series}
+	type contestant struct {
+		series harness.Series
+		url    string
+		body   []byte
+		p      *proxy
+		only   float64 // >0: measured at this rate only
+	}
+	var cs []*contestant
+	start := func(series string, only float64, start func() (*proxy, []byte, error)) {
 		p, body, err := start()
 		if err != nil {
 			b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Sweep %s not run: %s", series, firstLine(err.Error())))
 			return
 		}
-		defer p.stop()
-		url := "http://" + p.addr + chatPath
+		cs = append(cs, &contestant{series: harness.Series{Name: series}, url: "http://" + p.addr + chatPath, body: body, p: p, only: only})
+	}
+	start(seriesBare, 0, func() (*proxy, []byte, error) {
+		p, err := b.startBare(b.primary.Addr)
+		return p, chatBody, err
+	})
+	start(seriesSy1, 0, func() (*proxy, []byte, error) {
+		p, err := b.oneRule(b.primary)
+		return p, chatBody, err
+	})
+	start(seriesSy10k, b.rep.HalfRate, b.manyRules)
+	defer func() {
+		for _, c := range cs {
+			c.p.stop()
+		}
+	}()
+	for _, c := range cs {
 		// Warm the proxy (connection pools, heap) before the first step.
-		_, _ = load.Run(b.ctx, load.Config{URL: url, Body: body, Headers: authHeader, Connections: b.o.conns, Duration: b.o.warmup})
-		for _, rate := range rates {
+		_, _ = load.Run(b.ctx, load.Config{URL: c.url, Body: c.body, Headers: authHeader, Connections: b.o.conns, Duration: b.o.warmup})
+	}
+	// Steps alternate between the proxies at each rate, so background load
+	// falls on all of them alike.
+	for i, rate := range rates {
+		for j := range cs {
+			c := cs[(i+j)%len(cs)]
+			if c.only > 0 && c.only != rate {
+				continue
+			}
 			res, err := load.Run(b.ctx, load.Config{
-				URL: url, Body: body, Headers: authHeader, Connections: b.o.conns,
+				URL: c.url, Body: c.body, Headers: authHeader, Connections: b.o.conns,
 				Duration: b.o.sweepStep, Rate: rate, Timeout: 30 * time.Second,
 			})
 			if err != nil {
 				return
 			}
-			s.Points = append(s.Points, harness.Point{Offered: rate, Result: res})
-			b.log.Info().Str("series", series).Float64("offered", rate).Float64("achieved", math.Round(res.Throughput())).
+			c.series.Points = append(c.series.Points, harness.Point{Offered: rate, Result: res})
+			b.log.Info().Str("series", c.series.Name).Float64("offered", rate).Float64("achieved", math.Round(res.Throughput())).
 				Dur("p50", res.Latency.Quantile(0.5)).Dur("p99", res.Latency.Quantile(0.99)).Int64("errors", res.Errors).Msg("sweep step")
 		}
-		b.rep.Sweeps = append(b.rep.Sweeps, s)
 	}
-	run(seriesBare, func() (*proxy, []byte, error) {
-		p, err := b.startBare(b.primary.Addr)
-		return p, chatBody, err
-	}, rates)
-	run(seriesSy1, func() (*proxy, []byte, error) {
-		p, err := b.oneRule(b.primary)
-		return p, chatBody, err
-	}, rates)
-	run(seriesSy10k, b.manyRules, rates[2:3])
+	for _, c := range cs {
+		b.rep.Sweeps = append(b.rep.Sweeps, c.series)
+	}
 }
 
 // idle measures the memory of Switchyard (and, for reference, the bare

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/switchyard/switchyard/config"
+)
+
+// TestGeneratedConfigsLoad keeps the generated configs in step with the
+// config package: a schema change would otherwise only show when
+// `make bench` skips the Switchyard rows.
+func TestGeneratedConfigsLoad(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+
+	rules := make([][2]string, 10000)
+	for i := range rules {
+		rules[i] = [2]string{fmt.Sprintf("model-%05d", i), "primary"}
+	}
+	y := gatewayYAML("127.0.0.1:18080", []gwTarget{{name: "primary", baseURL: "http://127.0.0.1:9001/v1"}}, rules)
+	c, err := config.Parse("many.yaml", []byte(y), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Strategy.Conditions) != 10000 || c.Strategy.Conditions[9999].Value != "model-09999" ||
+		c.Server.Listen != "127.0.0.1:18080" || c.Log.AccessLog || c.Targets[0].BaseURL != "http://127.0.0.1:9001/v1" ||
+		c.Targets[0].APIKey != upstreamAPIKey {
+		t.Fatalf("10k config: %+v", c.Server)
+	}
+
+	y = gatewayYAML("127.0.0.1:18081", []gwTarget{
+		{name: "primary", baseURL: "http://127.0.0.1:9001/v1", failureThreshold: 1_000_000_000},
+		{name: "secondary", baseURL: "http://127.0.0.1:9002/v1"},
+	}, [][2]string{{"bench-model", "primary,secondary"}})
+	c, err = config.Parse("failover.yaml", []byte(y), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := c.Strategy.Conditions[0].Chain()
+	if len(chain) != 2 || chain[0] != "primary" || chain[1] != "secondary" ||
+		c.Targets[0].CircuitBreaker.FailureThreshold != 1_000_000_000 || c.Targets[1].CircuitBreaker.FailureThreshold != config.DefaultFailureThreshold {
+		t.Fatalf("failover config: chain %v, thresholds %d %d", chain, c.Targets[0].CircuitBreaker.FailureThreshold, c.Targets[1].CircuitBreaker.FailureThreshold)
+	}
+}
