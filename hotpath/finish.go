@@ -150,9 +150,9 @@ func (tr *tracker) emit() {
 }
 
 // finishEarly reports a request answered before any walk (bad request, no
-// candidate, no configuration) to Finished. rule is -1 when the request was
-// refused before routing; model is nil when the body was not read. Error
-// paths may allocate.
+// candidate, no configuration) to Finished. rule is telemetry.RuleNotRouted
+// when the request was refused before routing; model is nil when the body
+// was not read. Error paths may allocate.
 func (g *Gateway) finishEarly(rc *fasthttp.RequestCtx, s router.Surface, rule int, model []byte) {
 	if g.Finished == nil {
 		return

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
@@ -129,7 +131,7 @@ func TestFinishedRecords(t *testing.T) {
 
 	// Refused before routing, and refused after routing.
 	tg.do("POST", "/v1/embeddings", `{"model":1}`, "X-Request-Id", "req-3")
-	want = record{RequestID: "req-3", Surface: router.SurfaceEmbeddings, Rule: -1, Status: 400, Class: upstream.ClassClient}
+	want = record{RequestID: "req-3", Surface: router.SurfaceEmbeddings, Rule: telemetry.RuleNotRouted, Status: 400, Class: upstream.ClassClient}
 	if got := rec.next(t); !recordsEqual(got, want) {
 		t.Errorf("400 record\n got %+v\nwant %+v", got, want)
 	}
@@ -194,5 +196,23 @@ func TestFinishedUnderConcurrentStreams(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Errorf("%d distinct records, want %d", len(seen), n)
+	}
+}
+
+// A request answered before any configuration was loaded is recorded as not
+// routed (not as the fallback) and still carries a request id.
+func TestFinishedNoConfigIsNotRouted(t *testing.T) {
+	g := New(nil)
+	rec := newRecorder()
+	g.Finished = rec.finished
+	var rc fasthttp.RequestCtx
+	rc.Request.Header.SetMethod("POST")
+	rc.Request.SetRequestURI("/v1/chat/completions")
+	rc.Request.SetBodyString(`{"model":"m"}`)
+	g.Handler(&rc)
+	got := rec.next(t)
+	if got.Rule != telemetry.RuleNotRouted || got.Status != 503 || got.RequestID == "" ||
+		got.RequestID != string(rc.Response.Header.Peek("X-Request-Id")) {
+		t.Fatalf("record %+v, response id %q", got, rc.Response.Header.Peek("X-Request-Id"))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -146,13 +147,13 @@ var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*ups
 
 // proxy serves one API request on surface s: peek, route, walk, write.
 func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
+	setRequestID(rc)
 	st := g.Load() // once: the whole request runs on this config
 	if st == nil {
 		writeNoConfig(rc)
-		g.finishEarly(rc, s, -1, nil)
+		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 		return
 	}
-	setRequestID(rc)
 	sc := scratchPool.Get().(*scratch)
 	defer releaseScratch(sc)
 	if !routeRequest(rc, st, s, sc) {
@@ -179,7 +180,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 // On a bad request or when no candidate serves it, it writes the error and
 // reports false. It allocates nothing on the success path.
 func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scratch) bool {
-	sc.rule = -1
+	sc.rule = telemetry.RuleNotRouted // until Match: refused before routing
 
 	// Peek. HeaderReceived already held fasthttp to the limit of the config
 	// current when the headers arrived; st may be newer, and it is the one

@@ -110,7 +110,9 @@ type Gateway struct {
 	// request counters (SPEC §6). It is called from the handler, or, for a
 	// committed stream, from the stream writer goroutine when the stream
 	// ends. e and the slices in it are valid only during the call. A
-	// request refused before routing has Rule -1 and Class ClassClient.
+	// request refused before routing (bad body or metadata header, no
+	// configuration) has Rule telemetry.RuleNotRouted and Class
+	// ClassClient; one routed to the no-match fallback has Rule -1.
 	// nil = none (and no tracking cost). Set before serving.
 	Finished func(e *telemetry.Entry)
 }

@@ -31,8 +31,9 @@ type Entry struct {
 	// Model is the model id the client asked for (request input: written as
 	// an escaped JSON string, truncated to MaxModelBytes).
 	Model []byte
-	// Rule is the matched condition's 0-based index; -1 (any negative) is
-	// the no-match fallback.
+	// Rule is the matched condition's 0-based index; -1 (any negative
+	// other than RuleNotRouted) is the no-match fallback; RuleNotRouted is a
+	// request refused before routing (bad body or header, no config).
 	Rule int
 	// Walked holds the names of the chain members the walk reached, in
 	// order (tried or skipped); nil = none.
@@ -55,6 +56,10 @@ type Entry struct {
 	Class upstream.Class
 }
 
+// RuleNotRouted is Entry.Rule for a request refused before it was routed:
+// it is logged as rule "none", distinct from the no-match "fallback".
+const RuleNotRouted = -2
+
 // AccessLog writes one line a request through a zerolog.Logger. A nil
 // *AccessLog logs nothing (access_log: false). Safe for concurrent use.
 type AccessLog struct {
@@ -73,8 +78,8 @@ func NewAccessLog(l zerolog.Logger) *AccessLog {
 }
 
 // Log writes e as one line with the fields request_id, surface, model
-// (model_truncated: true when cut), rule ("fallback" or the index, always a
-// string so the field has one type), chain (array of target names),
+// (model_truncated: true when cut), rule ("fallback", "none" when not
+// routed, or the index; always a string so the field has one type), chain (array of target names),
 // target, attempts, status, outcome (the class name), stream, latency_ms
 // and, for streams, ttfb_ms (milliseconds, microsecond precision). It does
 // not allocate.
@@ -94,9 +99,12 @@ func (a *AccessLog) Log(e *Entry) {
 	if cut {
 		ev.Bool("model_truncated", true)
 	}
-	if e.Rule < 0 {
+	switch {
+	case e.Rule == RuleNotRouted:
+		ev.Str("rule", "none")
+	case e.Rule < 0:
 		ev.Str("rule", "fallback")
-	} else {
+	default:
 		var buf [20]byte
 		ev.Bytes("rule", strconv.AppendInt(buf[:0], int64(e.Rule), 10))
 	}

@@ -203,3 +203,16 @@ func TestAccessLogConsoleFormat(t *testing.T) {
 		t.Errorf("console access log is not one line: %q", out)
 	}
 }
+
+// A request refused before routing is logged as rule "none", not as the
+// no-match "fallback" that a routed request without a matching rule gets.
+func TestAccessLogRuleNotRoutedIsNone(t *testing.T) {
+	var buf bytes.Buffer
+	a := NewAccessLog(jsonLogger(t, "info", &buf))
+	a.Log(&Entry{Surface: router.SurfaceChat, Status: 400, Rule: RuleNotRouted, Class: upstream.ClassClient})
+	a.Log(&Entry{Surface: router.SurfaceChat, Status: 404, Rule: -1, Class: upstream.ClassClient})
+	lines := decodeLines(t, &buf)
+	if len(lines) != 2 || lines[0]["rule"] != "none" || lines[1]["rule"] != "fallback" {
+		t.Fatalf("rules: %v", lines)
+	}
+}
