@@ -94,6 +94,36 @@ func TestValidateWarnings(t *testing.T) {
 	wantLines(t, "-strict stdout", out, append(warnings, path+": invalid with -strict (3 warnings)")...)
 }
 
+// TestValidateUnreachableModel: SPEC §1's third lint, "a model listed by
+// no reachable target": the eu target lists gpt-4o, but rule 0 pins gpt-4o
+// to openai before the metadata rule that names eu, so no gpt-4o request
+// can reach eu. The warning points at the target; -strict refuses it.
+func TestValidateUnreachableModel(t *testing.T) {
+	path := writeConfig(t, "gw.yaml", `strategy:
+  mode: conditional
+  conditions:
+    - {key: model, value: gpt-4o, target_key: openai}
+    - {key: metadata, field: tier, value: gold, target_key: eu}
+targets:
+  - {virtual_key: openai, api_key: sk-test, models: [gpt-4o]}
+  - virtual_key: eu
+    provider: openai
+    base_url: https://eu.example.com/v1
+    models: [gpt-4o, mistral-large]
+`)
+	warning := "warning: " + path + `:8:5: targets[1]: model "gpt-4o" is listed, but no request for it can reach target "eu": strategy.conditions[0] (model: gpt-4o) routes it first`
+	code, out, _ := run(t, "validate", "-config", path)
+	if code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	wantLines(t, "stdout", out, warning, path+": ok (2 rules, 2 targets; 1 warning)")
+	code, out, _ = run(t, "validate", "-strict", "-config", path)
+	if code != 1 {
+		t.Errorf("-strict: exit %d, want 1", code)
+	}
+	wantLines(t, "-strict stdout", out, warning, path+": invalid with -strict (1 warning)")
+}
+
 func TestValidateInvalid(t *testing.T) {
 	path := writeConfig(t, "bad.yaml", `strategy:
   mode: conditional
