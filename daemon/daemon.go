@@ -65,11 +65,14 @@ type Daemon struct {
 	listen string // -listen override; "" = server.listen of the first config
 	bind   string // the address Listen binds: listen, else the first server.listen
 
-	log  zerolog.Logger // built from the first config's log block; fixed after New
-	pool *upstream.Pool
-	gw   *hotpath.Gateway
-	srv  *fasthttp.Server
-	tel  tele // metrics and access log hooks
+	log zerolog.Logger // built from the first config's log block; fixed after New
+	// logCfg is that log block: the one in effect until a restart, whatever
+	// later reloads say.
+	logCfg config.Log
+	pool   *upstream.Pool
+	gw     *hotpath.Gateway
+	srv    *fasthttp.Server
+	tel    tele // metrics and access log hooks
 
 	// reloadMu serializes Reload; hash is the SHA-256 of the bytes of the
 	// configuration currently served, written under reloadMu.
@@ -108,6 +111,7 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 		path:   cfgPath,
 		listen: listen,
 		log:    log,
+		logCfg: cfg.Log,
 		pool:   upstream.NewPool(),
 		hash:   hashOf(data),
 	}
@@ -270,7 +274,7 @@ func (d *Daemon) Reload() (result string) {
 	d.pool.Retain(st.Targets)
 	d.tel.targets(st)
 	d.tel.reload(ReloadSuccess, hash, now)
-	d.warnRestartOnly(log, old.Config, cfg)
+	d.warnRestartOnly(log, cfg)
 	log.Info().Str("config_hash", hash).
 		Int("rules", len(cfg.Strategy.Conditions)).Int("targets", len(cfg.Targets)).
 		Int("pool_identities", d.pool.Len()).
@@ -278,25 +282,28 @@ func (d *Daemon) Reload() (result string) {
 	return ReloadSuccess
 }
 
-// warnRestartOnly logs a warning for each setting that changed between old
-// and cfg but only takes effect after a restart.
-func (d *Daemon) warnRestartOnly(log zerolog.Logger, old, cfg *config.Config) {
+// warnRestartOnly logs a warning for each restart-only setting whose value
+// in cfg differs from the one in effect: the address bound and the log
+// block of the start, not those of the previous reload (which never took
+// effect either). So every reload of a file that still differs warns
+// again, and reverting the file to the running value is silent.
+func (d *Daemon) warnRestartOnly(log zerolog.Logger, cfg *config.Config) {
 	warn := func(path, was, now string) {
 		log.Warn().Str("setting", path).Str("running", was).Str("in_file", now).
 			Msg("setting changed in the file; it takes effect only after a restart")
 	}
 	// With -listen the file's server.listen is not used at all.
-	if d.listen == "" && old.Server.Listen != cfg.Server.Listen {
-		warn("server.listen", old.Server.Listen, cfg.Server.Listen)
+	if d.listen == "" && d.bind != cfg.Server.Listen {
+		warn("server.listen", d.bind, cfg.Server.Listen)
 	}
-	if old.Log.Level != cfg.Log.Level {
-		warn("log.level", old.Log.Level, cfg.Log.Level)
+	if d.logCfg.Level != cfg.Log.Level {
+		warn("log.level", d.logCfg.Level, cfg.Log.Level)
 	}
-	if old.Log.Format != cfg.Log.Format {
-		warn("log.format", old.Log.Format, cfg.Log.Format)
+	if d.logCfg.Format != cfg.Log.Format {
+		warn("log.format", d.logCfg.Format, cfg.Log.Format)
 	}
-	if old.Log.AccessLog != cfg.Log.AccessLog {
-		warn("log.access_log", fmt.Sprint(old.Log.AccessLog), fmt.Sprint(cfg.Log.AccessLog))
+	if d.logCfg.AccessLog != cfg.Log.AccessLog {
+		warn("log.access_log", fmt.Sprint(d.logCfg.AccessLog), fmt.Sprint(cfg.Log.AccessLog))
 	}
 }
 

@@ -141,6 +141,31 @@ func TestReloadWarnsOnRestartOnlySettings(t *testing.T) {
 	if strings.Contains(out, "sk-secret-a") {
 		t.Fatal("a credential reached the log")
 	}
+
+	// The comparison is with what runs (the start's values), not with the
+	// previous reload's file: a second reload that still says debug warns
+	// again with "running":"info", and one back to the start's values (and
+	// listen) is silent. Comparing with the previous file got both wrong.
+	warnings := func() int { return strings.Count(logs.String(), "takes effect only after a restart") }
+	before := warnings()
+	writeFile(t, path, oneTarget("127.0.0.1:9", m.BaseURL(), "log: {level: debug, format: console}\n# again"))
+	if r := d.Reload(); r != ReloadSuccess {
+		t.Fatalf("second reload: %s", r)
+	}
+	if got := warnings() - before; got != 3 {
+		t.Errorf("second reload with the same restart-only changes: %d warnings, want 3\n%s", got, logs.String())
+	}
+	if !strings.Contains(logs.String(), `"setting":"log.level","running":"info","in_file":"debug"`) {
+		t.Errorf("no log.level warning naming the running level info:\n%s", logs.String())
+	}
+	before = warnings()
+	writeFile(t, path, oneTarget(addr, m.BaseURL(), "# back to the start's settings"))
+	if r := d.Reload(); r != ReloadSuccess {
+		t.Fatalf("third reload: %s", r)
+	}
+	if got := warnings() - before; got != 0 {
+		t.Errorf("reload back to the running settings: %d restart warnings, want 0\n%s", got, logs.String())
+	}
 }
 
 // TestStartupFailures: an invalid config logs each problem on its own line
