@@ -100,11 +100,12 @@ func TestStreamsEventsAsTheyArrive(t *testing.T) {
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI("http://" + addr + "/v1/a/../b?x=%2F")
 	req.Header.SetMethod("POST")
+	req.SetBodyString(`{"model":"m","stream": true}`)
+	start := time.Now()
 	if err := c.Do(req, resp); err != nil {
 		t.Fatal(err)
 	}
 	r := bufio.NewReader(resp.BodyStream())
-	start := time.Now()
 	line, err := r.ReadString('\n')
 	if err != nil || line != "data: one\n" {
 		t.Fatalf("first line %q %v", line, err)
