@@ -12,7 +12,8 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// tracker follows one walked API request for Gateway.Finished: it is the
+// tracker follows one walked API request for Gateway.Finished (and
+// Gateway.Panicked, for a stream writer's panic): it is the
 // walk's Observer (forwarding every event to Gateway.Observer), notes the
 // members the walk reached, and hands the finished record to Finished once
 // the answer is complete.
@@ -89,6 +90,17 @@ func (tr *tracker) Skip(t *upstream.Target, class upstream.Class) {
 	}
 }
 
+// Panicked implements upstream.PanicObserver: a committed stream's writer
+// recovered a panic.
+func (tr *tracker) Panicked(v any, stack []byte) {
+	if f := tr.g.Panicked; f != nil {
+		f(v, stack)
+	}
+	if po, ok := tr.g.Observer.(upstream.PanicObserver); ok {
+		po.Panicked(v, stack)
+	}
+}
+
 // Failover implements upstream.Observer.
 func (tr *tracker) Failover(t *upstream.Target, class upstream.Class) {
 	if o := tr.g.Observer; o != nil {
@@ -142,7 +154,9 @@ func (tr *tracker) fill(res upstream.Result) {
 }
 
 func (tr *tracker) emit() {
-	tr.g.Finished(&tr.entry)
+	if f := tr.g.Finished; f != nil {
+		f(&tr.entry)
+	}
 	tr.entry = telemetry.Entry{}
 	tr.g = nil
 	tr.streamRes = upstream.Result{}

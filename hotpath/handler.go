@@ -1,6 +1,7 @@
 package hotpath
 
 import (
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -75,8 +76,13 @@ func (r route) surface() (s router.Surface, ok bool) {
 }
 
 // Handler serves one request: it is the fasthttp.RequestHandler of the
-// gateway. Safe for concurrent use.
+// gateway. Safe for concurrent use. A panic while serving (a bug) is
+// recovered and answered 500 internal_error; see Gateway.Panicked.
 func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
+	// fasthttp recovers nothing: without this, one bad request would take
+	// every connection of the process down. An open-coded defer costs
+	// next to nothing on the fast path.
+	defer g.recoverPanic(rc)
 	r := routeOf(rc.Path())
 	if r == routeUnknown {
 		writeError(rc, fasthttp.StatusNotFound, "unknown path "+strconv.Quote(string(rc.Path())),
@@ -164,7 +170,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 	// Walk. It writes the answer (proxied response or final error) into rc.
 	obs := g.Observer
 	var tr *tracker
-	if g.Finished != nil {
+	if g.Finished != nil || g.Panicked != nil {
 		tr = acquireTracker(g, rc, s, sc)
 		obs = tr
 	}
@@ -275,4 +281,29 @@ func setRuleHeader(rc *fasthttp.RequestCtx, rule int) {
 	}
 	var buf [20]byte
 	rc.Response.Header.SetBytesV(headerRule, strconv.AppendInt(buf[:0], int64(rule), 10))
+}
+
+// recoverPanic is Handler's deferred guard. It must be deferred directly
+// (recover only works there). It reports the panic to Gateway.Panicked and,
+// unless a stream was already committed (its writer owns the answer and
+// ends it), replaces whatever was set of the response with a 500
+// internal_error, keeping X-Request-Id.
+func (g *Gateway) recoverPanic(rc *fasthttp.RequestCtx) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if g.Panicked != nil {
+		g.Panicked(v, debug.Stack())
+	}
+	if rc.Response.IsBodyStream() {
+		return
+	}
+	id := append([]byte(nil), rc.Response.Header.Peek(headerRequestID)...)
+	rc.Response.Reset()
+	if len(id) > 0 {
+		rc.Response.Header.SetBytesV(headerRequestID, id)
+	}
+	writeError(rc, fasthttp.StatusInternalServerError, "internal gateway error",
+		upstream.TypeServer, upstream.CodeInternalError)
 }

@@ -115,6 +115,15 @@ type Gateway struct {
 	// ClassClient; one routed to the no-match fallback has Rule -1.
 	// nil = none (and no tracking cost). Set before serving.
 	Finished func(e *telemetry.Entry)
+	// Panicked, when set, hears of every panic recovered while serving (a
+	// bug): v is the panic value, stack the goroutine's stack. A panic in
+	// the handler is answered 500 internal_error (type server_error) and
+	// gets no Finished record; one in a committed stream's writer (on
+	// fasthttp's goroutine) ends the stream with an internal_error frame and
+	// its record comes as usual. It may be called concurrently, from the
+	// handler or a stream writer goroutine, and must not panic. nil = the
+	// panic is answered but not reported. Set before serving.
+	Panicked func(v any, stack []byte)
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get

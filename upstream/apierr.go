@@ -7,6 +7,9 @@ const (
 	TypeInvalidRequest = "invalid_request_error"
 	TypeUpstream       = "upstream_error"
 	TypeRateLimit      = "rate_limit_error"
+	// TypeServer is OpenAI's type for its own 500s; the gateway uses it for
+	// its own bugs (a recovered panic), never for an upstream's failure.
+	TypeServer = "server_error"
 
 	CodeInvalidRequest      = "invalid_request"
 	CodeRequestTooLarge     = "request_too_large"
@@ -20,6 +23,9 @@ const (
 	CodeGatewayTimeout      = "gateway_timeout"
 	CodeNotFound            = "not_found"
 	CodeMethodNotAllowed    = "method_not_allowed"
+	// CodeInternalError answers a gateway bug (a recovered panic): HTTP 500,
+	// or an SSE error frame once a stream has started.
+	CodeInternalError = "internal_error"
 )
 
 // AppendError appends the OpenAI error envelope

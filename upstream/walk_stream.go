@@ -66,9 +66,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 		defer func() {
 			breakerClass := class
 			if v := recover(); v != nil {
-				if po, ok := obs.(PanicObserver); ok {
-					po.Panicked(v, debug.Stack())
-				}
+				reportPanic(obs, v)
 				writeErrorFrame(bw, internalErrorEnvelope)
 				// The gateway's bug, not the target's: neutral for the breaker.
 				class, breakerClass = ClassTransport, ClassCanceled
@@ -91,6 +89,12 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 			t.Breaker().Done(ticket, breakerClass, end)
 			t.Limiter().Release()
 			res.Class = class
+			// The observer's own bug must not crash the process either.
+			defer func() {
+				if v := recover(); v != nil {
+					reportPanic(obs, v)
+				}
+			}()
 			obs.StreamEnd(res, end.Sub(start))
 		}()
 		class = relay(bw, dec, br, first, firstErr, func() {
@@ -110,11 +114,14 @@ type PanicObserver interface {
 	Panicked(v any, stack []byte)
 }
 
-// CodeInternalError is the error code of a gateway bug answered to the
-// client (HTTP 500, or an SSE error frame after the commit).
-const CodeInternalError = "internal_error"
+// reportPanic hands a recovered panic to obs when it is a PanicObserver.
+func reportPanic(obs Observer, v any) {
+	if po, ok := obs.(PanicObserver); ok {
+		po.Panicked(v, debug.Stack())
+	}
+}
 
-var internalErrorEnvelope = AppendError(nil, "internal gateway error", TypeUpstream, CodeInternalError)
+var internalErrorEnvelope = AppendError(nil, "internal gateway error", TypeServer, CodeInternalError)
 
 // writeErrorFrame writes one SSE error frame and flushes it; errors are
 // ignored (the client may be gone).
