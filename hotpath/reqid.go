@@ -12,6 +12,23 @@ import (
 // is replaced by a generated one rather than copied into every log line.
 const maxClientRequestID = 128
 
+// validClientRequestID reports whether a client's X-Request-Id may be echoed
+// and forwarded as is: 1 to maxClientRequestID bytes of visible ASCII
+// (0x21-0x7E). Anything else (control bytes such as CR, LF or ESC, spaces,
+// non-ASCII) is replaced by a generated id, so the value is safe in a
+// response header, an upstream request header and a console log line.
+func validClientRequestID(id []byte) bool {
+	if len(id) == 0 || len(id) > maxClientRequestID {
+		return false
+	}
+	for _, c := range id {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // requestIDPrefix is 12 random hex digits drawn once per process, so ids
 // from two gateway processes (or two restarts) do not collide.
 var requestIDPrefix = func() [12]byte {
@@ -25,11 +42,12 @@ var requestIDPrefix = func() [12]byte {
 // requestIDSeq numbers generated ids within the process.
 var requestIDSeq atomic.Uint64
 
-// setRequestID echoes the client's X-Request-Id on the response, or
-// generates one and sets it on the request as well: "<process prefix>-<16 hex digits of a counter>". Generation
-// is a counter increment and a stack buffer; it allocates nothing.
+// setRequestID echoes the client's X-Request-Id on the response when it is
+// valid (validClientRequestID), or generates one and sets it on the request
+// as well: "<process prefix>-<16 hex digits of a counter>". Generation is a
+// counter increment and a stack buffer; it allocates nothing.
 func setRequestID(rc *fasthttp.RequestCtx) {
-	if id := rc.Request.Header.Peek(headerRequestID); len(id) > 0 && len(id) <= maxClientRequestID {
+	if id := rc.Request.Header.Peek(headerRequestID); validClientRequestID(id) {
 		rc.Response.Header.SetBytesV(headerRequestID, id)
 		return
 	}

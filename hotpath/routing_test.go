@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/valyala/fasthttp"
 )
 
 // routingConfig has one rule per condition key over five openai targets
@@ -291,5 +293,29 @@ func TestRequestIDEchoedOrGenerated(t *testing.T) {
 	r = tg.do("POST", "/v1/chat/completions", `{"model":"gpt-4o"}`, "X-Request-Id", strings.Repeat("x", 129))
 	if len(r.Header["X-Request-Id"]) != 29 {
 		t.Errorf("overlong client id not replaced: %q", r.Header["X-Request-Id"])
+	}
+}
+
+// A client X-Request-Id with bytes outside visible ASCII (CR/LF, other
+// controls, spaces, non-ASCII) is never echoed or forwarded: a generated id
+// replaces it on the response and on the request the walk forwards.
+func TestRequestIDWithUnsafeBytesReplaced(t *testing.T) {
+	for _, id := range []string{"a\r\nX-Injected: 1", "a\nb", "a\rb", "esc\x1b[31m", "tab\tid", "sp ace", "caf\xc3\xa9", "nul\x00"} {
+		var rc fasthttp.RequestCtx
+		rc.Request.Header.Set("X-Request-Id", id)
+		setRequestID(&rc)
+		got := string(rc.Response.Header.Peek("X-Request-Id"))
+		fwd := string(rc.Request.Header.Peek("X-Request-Id"))
+		if got == id || len(got) != 29 || fwd != got {
+			t.Errorf("client id %q: response %q, forwarded %q; want a generated id on both", id, got, fwd)
+		}
+	}
+	for _, id := range []string{"client-id-1", "6f1e2c1a-8d9b-4b7e-9d1f-0b9a4f3c2e11", "a/b:c=d~!", strings.Repeat("z", 128)} {
+		var rc fasthttp.RequestCtx
+		rc.Request.Header.Set("X-Request-Id", id)
+		setRequestID(&rc)
+		if got := string(rc.Response.Header.Peek("X-Request-Id")); got != id {
+			t.Errorf("valid client id %q echoed as %q", id, got)
+		}
 	}
 }
