@@ -102,19 +102,21 @@ func (s *Snapshot) modelFindings(named []bool) []Finding {
 				continue
 			}
 			seen[m] = true
-			reach := t == 0 && s.routes(-1, m, t)
+			p := s.probe(m)
+			reach := t == 0 && s.routes(-1, &p, t)
 			for _, j := range idx[t].exact[m] {
 				if reach {
 					break
 				}
-				reach = s.routes(j, m, t)
+				reach = s.routes(j, &p, t)
 			}
 			for _, j := range idx[t].others {
-				if reach {
+				// others is in rule order; none after the cover can win.
+				if reach || int32(j) > p.cover {
 					break
 				}
 				if r := s.rules[j]; r.Key != KeyModelPrefix || strings.HasPrefix(m, r.Value) {
-					reach = s.routes(j, m, t)
+					reach = s.routes(j, &p, t)
 				}
 			}
 			if !reach {
@@ -127,27 +129,58 @@ func (s *Snapshot) modelFindings(named []bool) []Finding {
 	return out
 }
 
-// routes reports whether some request for model, on a surface target t
-// serves, is won by rule j (-1: no rule, the fallback) and so has t in its
-// chain. The witnesses are minimal: the user and the one metadata entry
-// rule j needs, if any, and every stream/has_tools combination. Adding a
-// user or metadata entry can only make an earlier rule match, so when no
-// minimal witness is won by j, no request is.
-func (s *Snapshot) routes(j int, model string, t int) bool {
-	req := Request{Model: []byte(model)}
-	var md [1]Pair
-	if j >= 0 {
-		switch r := s.rules[j]; r.Key {
-		case KeyUser:
-			req.User, req.HasUser = []byte(r.Value), true
-		case KeyMetadata:
-			md[0] = Pair{Key: []byte(r.Field), Value: []byte(r.Value)}
-			req.Metadata = md[:]
-		}
+// modelProbe is what routes needs to know about one model, computed once.
+type modelProbe struct {
+	model []byte
+	// cover is the lowest model or model_prefix rule matching model (or
+	// noRule): it matches every request for model, so no later rule can
+	// win. rich is cover lowered, for chat and completions, to the later
+	// rule of a stream true/false pair or of a has_tools pair, which
+	// together match every request there.
+	cover, rich int32
+}
+
+func (s *Snapshot) probe(model string) modelProbe {
+	p := modelProbe{model: []byte(model)}
+	p.cover = s.prefix.lowest(p.model)
+	if v, ok := s.exact[model]; ok {
+		p.cover = min(p.cover, v)
 	}
+	p.rich = min(p.cover, max(s.stream[0], s.stream[1]), max(s.tools[0], s.tools[1]))
+	return p
+}
+
+// routes reports whether some request for p's model, on a surface target
+// t serves, is won by rule j (-1: no rule, the fallback) and so has t in
+// its chain. The witnesses are minimal: the user and the one metadata
+// entry rule j needs, if any, and every stream/has_tools combination.
+// Adding a user or metadata entry can only make an earlier rule match, so
+// when no minimal witness is won by j, no request is. Rules after p's
+// cover are answered without calling Match (it would say the same).
+func (s *Snapshot) routes(j int, p *modelProbe, t int) bool {
+	req := Request{Model: p.model}
+	var md [1]Pair
+	built := j < 0
 	for x := Surface(0); x < NumSurfaces; x++ {
 		if !s.ServesSurface(t, x) {
 			continue
+		}
+		limit := p.cover
+		if x == SurfaceChat || x == SurfaceCompletions {
+			limit = p.rich
+		}
+		if j >= 0 && int32(j) > limit {
+			continue
+		}
+		if !built {
+			built = true
+			switch r := s.rules[j]; r.Key {
+			case KeyUser:
+				req.User, req.HasUser = []byte(r.Value), true
+			case KeyMetadata:
+				md[0] = Pair{Key: []byte(r.Field), Value: []byte(r.Value)}
+				req.Metadata = md[:]
+			}
 		}
 		req.Surface = x
 		for c := 0; c < 4; c++ {

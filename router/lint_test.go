@@ -2,6 +2,7 @@ package router
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -222,5 +223,87 @@ func TestLintUnreachableModel(t *testing.T) {
 	// A fallback member that no rule shadows: no finding.
 	if got := Lint(nil, fbOnly[:1]); got != nil {
 		t.Errorf("fallback-only config: findings\n%s", fmtFindings(got))
+	}
+}
+
+// TestLintUnreachableModelDifferential checks the unreachable-model
+// findings against brute force: every request that could matter (each
+// user value any rule names, or none, or another; every subset of the
+// metadata entries rules name; both stream and has_tools values; every
+// surface) is matched with linearMatch, and a target's listed exact id is
+// reachable when one of them routes it to a chain holding the target on a
+// surface its provider serves.
+func TestLintUnreachableModelDifferential(t *testing.T) {
+	c := randChooser{rand.New(rand.NewPCG(7, 11))}
+	for iter := range 400 {
+		targets := genTargets(c, 4)
+		rules := genRules(c, 7, len(targets))
+		type user struct {
+			value string
+			has   bool
+		}
+		users := []user{{"", false}, {"zz", true}}
+		var pairs []Pair
+		named := make([]bool, len(targets))
+		named[0] = true
+		for _, r := range rules {
+			for _, x := range r.Chain {
+				named[x] = true
+			}
+			switch r.Key {
+			case KeyUser:
+				users = append(users, user{r.Value, true})
+			case KeyMetadata:
+				pairs = append(pairs, Pair{Key: []byte(r.Field), Value: []byte(r.Value)})
+			}
+		}
+		reachable := func(ti int, model string) bool {
+			for x := Surface(0); x < NumSurfaces; x++ {
+				if !targets[ti].Surfaces.Has(x) {
+					continue
+				}
+				for _, u := range users {
+					for set := 0; set < 1<<len(pairs); set++ {
+						req := Request{Surface: x, Model: []byte(model), User: []byte(u.value), HasUser: u.has}
+						for k := range pairs {
+							if set&(1<<k) != 0 {
+								req.Metadata = append(req.Metadata, pairs[k])
+							}
+						}
+						for sc := 0; sc < 4; sc++ {
+							req.Stream, req.HasTools = sc&1 != 0, sc&2 != 0
+							_, chain := linearMatch(rules, &req)
+							for _, m := range chain {
+								if m == ti {
+									return true
+								}
+							}
+						}
+					}
+				}
+			}
+			return false
+		}
+		want := map[string]bool{}
+		for ti, tg := range targets {
+			if !named[ti] {
+				continue
+			}
+			for _, m := range tg.Models {
+				if !strings.HasSuffix(m, "*") && !reachable(ti, m) {
+					want[fmt.Sprintf("%d %q", ti, m)] = true
+				}
+			}
+		}
+		got := map[string]bool{}
+		for _, f := range Lint(rules, targets) {
+			if rest, ok := strings.CutPrefix(f.Message, "model "); ok && f.Rule == -1 {
+				q, _, _ := strings.Cut(rest, " is listed")
+				got[fmt.Sprintf("%d %s", f.Target, q)] = true
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("iteration %d: unreachable models %v, brute force %v\nrules %+v\ntargets %+v", iter, got, want, rules, targets)
+		}
 	}
 }
