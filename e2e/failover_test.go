@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// wantBedrockAnswered checks that bedrock, the second member of the
+// claude- chain, answered after anthropic failed: the client got bedrock's
+// text with the model it asked for, and bedrock received the mapped model
+// id, escaped in the path, on the endpoint for the mode.
+func wantBedrockAnswered(t *testing.T, e *env, r result, stream bool, attempts string) {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("want bedrock's answer, got %v", r.err)
+	}
+	if r.content != bedrockText() || r.finish != "stop" || r.model != claudeModel {
+		t.Errorf("content %q finish %q model %q, want %q stop %q", r.content, r.finish, r.model, bedrockText(), claudeModel)
+	}
+	wantHeaders(t, r.header, "bedrock", "bedrock", bedrockModelID, attempts, "1")
+	op := "converse"
+	if stream {
+		op = "converse-stream"
+	}
+	got := e.bed.last(t)
+	if want := "/model/" + bedrockEscaped + "/" + op; got.uri != want {
+		t.Errorf("bedrock mock got %s, want %s", got.uri, want)
+	}
+	if strings.Contains(string(got.body), `"model"`) {
+		t.Errorf("bedrock body carries a model field (Converse takes it in the path): %s", got.body)
+	}
+}
+
+// Each failover-safe failure of anthropic moves the walk to bedrock, in
+// both modes: 529 overloaded_error (a 5xx), and a 400 whose message says
+// the prompt is too long (a context-length overflow).
+func TestFailoverAnthropicToBedrock(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail anthropicFailure
+	}{
+		{"529 overloaded", anthropicFailure{status: 529, typ: "overloaded_error", msg: "Overloaded"}},
+		{"500 api_error", anthropicFailure{status: 500, typ: "api_error", msg: "Internal server error"}},
+		{"prompt is too long", anthropicFailure{status: 400, typ: "invalid_request_error", msg: "prompt is too long: 215000 tokens > 200000 maximum"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			modes(t, func(t *testing.T, stream bool) {
+				e := newEnv(t)
+				e.anth.failWith(&tc.fail)
+				r := e.chat(t, chatParams(claudeModel), stream)
+				wantBedrockAnswered(t, e, r, stream, "2")
+				e.wantCalls(t, 0, 1, 1, 0)
+				// Neither failure parks anthropic, and one 5xx is below the
+				// breaker's threshold: once healthy, it answers again.
+				e.anth.failWith(nil)
+				r = e.chat(t, chatParams(claudeModel), stream)
+				if r.err != nil || r.content != anthropicText() {
+					t.Fatalf("after recovery: content %q err %v, want anthropic's answer", r.content, r.err)
+				}
+				wantHeaders(t, r.header, "anthropic", "anthropic", claudeModel, "1", "1")
+				e.wantCalls(t, 0, 2, 1, 0)
+			})
+		})
+	}
+}
+
+// A 429 with retry-after fails over to bedrock and parks anthropic: the
+// next request goes straight to bedrock without calling anthropic.
+func TestFailoverOn429ParksAnthropic(t *testing.T) {
+	modes(t, func(t *testing.T, stream bool) {
+		e := newEnv(t)
+		e.anth.failWith(&anthropicFailure{status: 429, typ: "rate_limit_error",
+			msg: "Number of request tokens has exceeded your per-minute rate limit", retryAfter: retryAfterParks})
+		r := e.chat(t, chatParams(claudeModel), stream)
+		wantBedrockAnswered(t, e, r, stream, "2")
+		e.wantCalls(t, 0, 1, 1, 0)
+
+		// Anthropic would answer now, but it is parked for 30 s: skipped.
+		e.anth.failWith(nil)
+		r = e.chat(t, chatParams(claudeModel), stream)
+		wantBedrockAnswered(t, e, r, stream, "1")
+		e.wantCalls(t, 0, 1, 2, 0)
+	})
+}
+
+// A 400 that is not a context-length overflow is the client's fault: it
+// goes back to the client with the provider's message in the OpenAI
+// envelope, and bedrock is never called.
+func TestNoFailoverOnOther400(t *testing.T) {
+	const msg = "messages.1.content: Input should be a valid list"
+	modes(t, func(t *testing.T, stream bool) {
+		e := newEnv(t)
+		e.anth.failWith(&anthropicFailure{status: 400, typ: "invalid_request_error", msg: msg})
+		r := e.chat(t, chatParams(claudeModel), stream)
+		ae := apiError(t, r.err)
+		if ae.StatusCode != http.StatusBadRequest || ae.Type != "invalid_request_error" || !strings.Contains(ae.Message, msg) {
+			t.Errorf("got %d type %q message %q, want 400 invalid_request_error with %q", ae.StatusCode, ae.Type, ae.Message, msg)
+		}
+		wantOpenAIEnvelope(t, ae.RawJSON())
+		wantHeaders(t, r.header, "anthropic", "anthropic", claudeModel, "1", "1")
+		e.wantCalls(t, 0, 1, 0, 0)
+	})
+}
+
+// A 401 from anthropic means the gateway's credential is wrong, not the
+// client's: 502 upstream_auth_error, and bedrock is never called.
+func TestNoFailoverOn401(t *testing.T) {
+	modes(t, func(t *testing.T, stream bool) {
+		e := newEnv(t)
+		e.anth.failWith(&anthropicFailure{status: 401, typ: "authentication_error", msg: "invalid x-api-key"})
+		r := e.chat(t, chatParams(claudeModel), stream)
+		ae := apiError(t, r.err)
+		if ae.StatusCode != http.StatusBadGateway || ae.Type != "upstream_error" || ae.Code != "upstream_auth_error" {
+			t.Errorf("got %d type %q code %q, want 502 upstream_error upstream_auth_error", ae.StatusCode, ae.Type, ae.Code)
+		}
+		wantOpenAIEnvelope(t, ae.RawJSON())
+		if strings.Contains(ae.RawJSON(), anthropicKey) || strings.Contains(ae.RawJSON(), clientKey) {
+			t.Errorf("error body carries a credential: %s", ae.RawJSON())
+		}
+		wantHeaders(t, r.header, "anthropic", "anthropic", claudeModel, "1", "1")
+		e.wantCalls(t, 0, 1, 0, 0)
+	})
+}
+
+// wantOpenAIEnvelope checks raw is OpenAI's error object (what openai-go
+// exposes as RawJSON: the value of "error"), with param present and null.
+func wantOpenAIEnvelope(t *testing.T, raw string) {
+	t.Helper()
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &env); err != nil {
+		t.Fatalf("error object %q: %v", raw, err)
+	}
+	for _, k := range []string{"message", "type", "param", "code"} {
+		if _, ok := env[k]; !ok {
+			t.Errorf("error object %s lacks %q", raw, k)
+		}
+	}
+	if p, ok := env["param"]; ok && string(p) != "null" {
+		t.Errorf("error param = %s, want null", p)
+	}
+}
