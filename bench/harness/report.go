@@ -36,6 +36,8 @@ type Row struct {
 	CPUSeconds float64
 	// PeakRSS is the proxy process's VmHWM in bytes; 0 when unknown.
 	PeakRSS int64
+	// RSS is the proxy process's VmRSS after the run; 0 when unknown.
+	RSS int64
 	// Mallocs is the proxy's heap allocations over the measured run;
 	// negative when unknown (no /metrics or no go_memstats_mallocs_total).
 	Mallocs float64
@@ -182,7 +184,7 @@ func (rep *Report) Tables() string {
 }
 
 func (rep *Report) writeRequestTable(b *strings.Builder) {
-	b.WriteString("| scenario | req/s | p50 | p99 | p99.9 | p50 added | p99 added | proxy CPU/req | proxy CPU busy | peak RSS | allocs/req | errors |\n")
+	b.WriteString("| scenario | req/s | p50 | p99 | p99.9 | p50 added | p99 added | proxy CPU/req | proxy CPU busy | RSS after / peak | allocs/req | errors |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rep.Rows {
 		if r.Stream {
@@ -196,7 +198,7 @@ func (rep *Report) writeRequestTable(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Name, r.Result.Throughput(), FormatDuration(l.Quantile(0.5)), FormatDuration(l.Quantile(0.99)),
 			FormatDuration(l.Quantile(0.999)), added(r, 0.5, false), added(r, 0.99, false),
-			cpuPerReq(r), busy(r), rss(r.PeakRSS), allocs(r), errorsCell(r))
+			cpuPerReq(r), busy(r), rssCell(r), allocs(r), errorsCell(r))
 	}
 	b.WriteString("\n")
 }
@@ -209,7 +211,7 @@ func (rep *Report) writeStreamTable(b *strings.Builder) {
 	if !hasStream {
 		return
 	}
-	b.WriteString("| streaming scenario | streams/s | first event p50 | first event p99 | first event p50 added | first event p99 added | whole stream p50 | whole stream p99 | proxy CPU/stream | proxy CPU busy | peak RSS | allocs/stream | errors |\n")
+	b.WriteString("| streaming scenario | streams/s | first event p50 | first event p99 | first event p50 added | first event p99 added | whole stream p50 | whole stream p99 | proxy CPU/stream | proxy CPU busy | RSS after / peak | allocs/stream | errors |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rep.Rows {
 		if !r.Stream {
@@ -223,7 +225,7 @@ func (rep *Report) writeStreamTable(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Name, r.Result.Throughput(), FormatDuration(fe.Quantile(0.5)), FormatDuration(fe.Quantile(0.99)),
 			added(r, 0.5, true), added(r, 0.99, true), FormatDuration(l.Quantile(0.5)), FormatDuration(l.Quantile(0.99)),
-			cpuPerReq(r), busy(r), rss(r.PeakRSS), allocs(r), errorsCell(r))
+			cpuPerReq(r), busy(r), rssCell(r), allocs(r), errorsCell(r))
 	}
 	b.WriteString("\n")
 }
@@ -319,11 +321,14 @@ func allocs(r *Row) string {
 	return "n/a"
 }
 
-func rss(b int64) string {
-	if b <= 0 {
+func rssCell(r *Row) string {
+	switch {
+	case r.PeakRSS <= 0:
 		return "—"
+	case r.RSS <= 0:
+		return "? / " + FormatBytes(r.PeakRSS)
 	}
-	return FormatBytes(b)
+	return FormatBytes(r.RSS) + " / " + FormatBytes(r.PeakRSS)
 }
 
 func errorsCell(r *Row) string {

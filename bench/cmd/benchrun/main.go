@@ -172,9 +172,9 @@ func (b *bench) describe() {
 	*method = append(*method,
 		fmt.Sprintf("Closed loop: %d keep-alive connections; every row has its own proxy process (so peak RSS is its own), warmed up for %v, then measured for %v in total as %d slices taken in alternation with the other rows of its group (request/response, failover, streaming), so background load on the machine falls on all rows alike.", b.o.conns, b.o.warmup, b.o.duration, rounds),
 		fmt.Sprintf("Request: POST /v1/chat/completions with a %d-byte body, model \"bench-model\"; the mock answers a %d-byte chat.completion at once. Switchyard: access log off, log level warn (the bare proxy logs nothing either).", len(chatBody), b.respBytes),
-		fmt.Sprintf("Streams: %d chat.completion.chunk events then data: [DONE], %v apart at the mock; \"first event\" is the time from sending the request to the first body byte.", b.o.streamEvents, b.o.streamInterval),
+		fmt.Sprintf("Streams: %d chat.completion.chunk events then data: [DONE], %s at the mock; \"first event\" is the time from sending the request to the first body byte.", b.o.streamEvents, spacing(b.o.streamInterval)),
 		fmt.Sprintf("10,000 rules: %d `key: model` rules; the request matches the last one.", b.o.rules),
-		"Failover: chain [primary, secondary]; primary answers 503 to everything. \"every request\" sets failure_threshold very high so each request really tries primary first; \"circuit open\" keeps the default breaker, which opens after 5 failures and then skips primary.",
+		"Failover: chain [primary, secondary]; primary answers 503 to everything. \"every request\" sets failure_threshold very high so each request really tries primary first; \"circuit open\" keeps the default breaker (opens after 5 failures, stays open 30 s), so primary is skipped. The notes count the primary's 503s per request.",
 		"CPU/req: the proxy's utime+stime (/proc/PID/stat, 10 ms ticks) over the measured run divided by requests; allocs/req: go_memstats_mallocs_total from the proxy's /metrics (the bare proxy serves it on a side port).",
 		fmt.Sprintf("RLIMIT_NOFILE raised in-process to %d (hard limit) with syscall.Setrlimit before starting children, so the 10,000-connection test fits.", b.fileLimit),
 	)
@@ -223,4 +223,11 @@ func firstField(s string) string {
 		return f[0]
 	}
 	return s
+}
+
+func spacing(d time.Duration) string {
+	if d <= 0 {
+		return "back to back"
+	}
+	return d.String() + " apart"
 }

@@ -224,6 +224,10 @@ type contender struct {
 	url   string
 	body  []byte
 	proxy *proxy // nil: straight to the mock
+	// probe, when set, is read around each measured slice; probed sums the
+	// differences (e.g. a mock's failure count during this row's slices).
+	probe  func() int64
+	probed int64
 }
 
 // scenarios measures every row of the request and streaming tables, in
@@ -263,18 +267,26 @@ func (b *bench) scenarios() {
 	if err := mockCall(b.primary.Addr, "POST", "/_mock/fail?status=503"); err != nil {
 		b.log.Warn().Err(err).Msg("cannot make the primary mock fail")
 	}
-	before, _ := mockStats(b.primary.Addr)
-	every := add(rowFailEvery, false, rowDirect, "")
-	open := add(rowFailOpen, false, rowDirect, "")
-	b.compare([]*contender{
-		b.viaProxy(every, chatBody, func() (*proxy, error) { return b.failover(1_000_000_000) }),
-		b.viaProxy(open, chatBody, func() (*proxy, error) { return b.failover(0) }),
-	}, nil)
-	after, _ := mockStats(b.primary.Addr)
-	if every.Result != nil && open.Result != nil {
-		n := every.Result.Completed + every.Result.Errors + open.Result.Completed + open.Result.Errors
-		every.Note = fmt.Sprintf("the primary mock answered 503 to %d requests while both failover rows ran (including warm-up); their measured runs served %d requests, so nearly every request of this row tried the primary first", after.Failed-before.Failed, n)
-		open.Note = "the breaker opened after 5 failures (default failure_threshold) and stayed open (timeout 30 s), so requests went straight to the secondary"
+	primaryFailures := func() int64 {
+		st, err := mockStats(b.primary.Addr)
+		if err != nil {
+			return 0
+		}
+		return st.Failed
+	}
+	every := b.viaProxy(add(rowFailEvery, false, rowDirect, ""), chatBody, func() (*proxy, error) { return b.failover(1_000_000_000) })
+	open := b.viaProxy(add(rowFailOpen, false, rowDirect, ""), chatBody, func() (*proxy, error) { return b.failover(0) })
+	for _, c := range []*contender{every, open} {
+		if c != nil {
+			c.probe = primaryFailures
+		}
+	}
+	b.compare([]*contender{every, open}, nil)
+	for _, c := range []*contender{every, open} {
+		if c != nil && c.row.Result != nil && c.row.Result.Completed > 0 {
+			c.row.Note = fmt.Sprintf("during its measured slices the primary answered 503 %d times for %d requests served (%.2f per request)",
+				c.probed, c.row.Result.Completed, float64(c.probed)/float64(c.row.Result.Completed))
+		}
 	}
 	if err := mockCall(b.primary.Addr, "POST", "/_mock/reset"); err != nil {
 		b.log.Warn().Err(err).Msg("cannot reset the primary mock")
@@ -350,6 +362,9 @@ func (b *bench) compare(all []*contender, bodyp *[]byte) {
 			if hwm, err := harness.MemStatus(c.proxy.proc.PID(), "VmHWM"); err == nil {
 				c.row.PeakRSS = hwm
 			}
+			if rss, err := harness.MemStatus(c.proxy.proc.PID(), "VmRSS"); err == nil {
+				c.row.RSS = rss
+			}
 		}
 		b.logRow(c.row)
 	}
@@ -394,9 +409,16 @@ func (b *bench) measureSlice(c *contender, d time.Duration) {
 			m0, mOK = v, true
 		}
 	}
+	var p0 int64
+	if c.probe != nil {
+		p0 = c.probe()
+	}
 	res, err := load.Run(b.ctx, b.loadConfig(c, d))
 	if err != nil {
 		return
+	}
+	if c.probe != nil {
+		c.probed += c.probe() - p0
 	}
 	if row.Result == nil {
 		row.Result = &load.Result{}
