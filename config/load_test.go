@@ -305,7 +305,7 @@ func TestRouterSpecs(t *testing.T) {
 targets:
   - {virtual_key: a, provider: openai, models: [gpt-4o, "gpt-5*"]}
   - {virtual_key: b, provider: anthropic}
-  - {virtual_key: c, provider: bedrock, region: us-east-1, models: []}
+  - {virtual_key: c, provider: bedrock, region: us-east-1, models: [], model_map: {z: z-1, m: m-1}}
 `
 	// models: [] is refused; drop it for the conversion test.
 	src = strings.Replace(src, ", models: []", "", 1)
@@ -326,7 +326,7 @@ targets:
 	wantTargets := []router.TargetSpec{
 		{Name: "a", Provider: "openai", Surfaces: router.AllSurfaces, Models: []string{"gpt-4o", "gpt-5*"}},
 		{Name: "b", Provider: "anthropic", Surfaces: chat},
-		{Name: "c", Provider: "bedrock", Surfaces: chat},
+		{Name: "c", Provider: "bedrock", Surfaces: chat, MappedModels: []string{"m", "z"}},
 	}
 	if !reflect.DeepEqual(targets, wantTargets) {
 		t.Errorf("targets\n got  %+v\n want %+v", targets, wantTargets)

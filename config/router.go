@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/switchyard/switchyard/router"
@@ -45,6 +46,10 @@ func (c *Config) RouterSpecs() ([]router.RuleSpec, []router.TargetSpec) {
 			Provider: t.Provider,
 			Surfaces: ProviderSurfaces(t.Provider),
 			Models:   slices.Clone(t.Models), // nil stays nil: any model
+		}
+		if len(t.ModelMap) > 0 {
+			// Sorted: map order must not leak into the specs.
+			targets[i].MappedModels = slices.Sorted(maps.Keys(t.ModelMap))
 		}
 	}
 	rules := make([]router.RuleSpec, len(c.Strategy.Conditions))

@@ -153,6 +153,9 @@ func genTargets(c chooser, maxTargets int) []TargetSpec {
 				t.Models = append(t.Models, m)
 			}
 		}
+		if c.intn(3) == 0 {
+			t.MappedModels = []string{smallString(c, 4)}
+		}
 		ts[i] = t
 	}
 	return ts
@@ -186,6 +189,9 @@ func linearModels(rules []RuleSpec, targets []TargetSpec) []ModelInfo {
 			if !strings.HasSuffix(m, "*") {
 				ids[m] = true
 			}
+		}
+		for _, m := range t.MappedModels {
+			ids[m] = true
 		}
 	}
 	for _, r := range rules {

@@ -4,7 +4,8 @@ import "sort"
 
 // computeModels builds the /v1/models list (SPEC §5). The candidates are
 // the exact ids (entries without a trailing *) of every target's models
-// list and the values of model rules. A candidate is listed when, on some
+// list, every target's model_map keys (MappedModels) and the values of
+// model rules. A candidate is listed when, on some
 // surface, a request carrying only that model (no user, no metadata, stream
 // false, no tools) matches a chain with a member serving both the model and
 // that surface. OwnedBy is the provider of the first such member, trying
@@ -24,6 +25,9 @@ func (s *Snapshot) computeModels() []ModelInfo {
 			if !isPattern(m) {
 				add(m)
 			}
+		}
+		for _, m := range t.MappedModels {
+			add(m)
 		}
 	}
 	for _, r := range s.rules {

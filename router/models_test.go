@@ -88,3 +88,32 @@ func TestModelsDeduplicated(t *testing.T) {
 		t.Errorf("Models() = %v, want %v", got, want)
 	}
 }
+
+// TestModelsIncludeModelMapKeys: a model_map key is an exact id the
+// operator named, so it is a /v1/models candidate even when the target's
+// models list is omitted (any model); like any candidate it is listed
+// only when a bare request for it is routable.
+func TestModelsIncludeModelMapKeys(t *testing.T) {
+	targets := []TargetSpec{
+		{Name: "openai", Provider: "openai", Surfaces: AllSurfaces, Models: []string{"gpt-4o"}},
+		{Name: "anthropic", Provider: "anthropic", Surfaces: 1 << SurfaceChat},
+		// Any model; maps two visible ids.
+		{Name: "bedrock", Provider: "bedrock", Surfaces: 1 << SurfaceChat,
+			MappedModels: []string{"claude-sonnet-4-6", "mistral-large"}},
+	}
+	rules := []RuleSpec{{Key: KeyModelPrefix, Value: "claude-", Chain: []int{1, 2}}}
+	s := mustCompile(t, rules, targets)
+	want := []ModelInfo{
+		{ID: "claude-sonnet-4-6", OwnedBy: "anthropic"}, // routed by rule 0; anthropic serves any model
+		{ID: "gpt-4o", OwnedBy: "openai"},
+		// mistral-large: no rule matches, the fallback does not serve it.
+	}
+	if got := s.Models(); !slices.Equal(got, want) {
+		t.Errorf("Models() =\n %v\nwant\n %v", got, want)
+	}
+	// The snapshot keeps its own copy.
+	targets[2].MappedModels[0] = "changed"
+	if got := s.Target(2).MappedModels; !slices.Equal(got, []string{"claude-sonnet-4-6", "mistral-large"}) {
+		t.Errorf("Target(2).MappedModels = %v after the caller changed its slice", got)
+	}
+}

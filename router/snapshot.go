@@ -76,6 +76,7 @@ func Compile(rules []RuleSpec, targets []TargetSpec, created int64) (*Snapshot, 
 	}
 	for t, ts := range targets {
 		ts.Models = cloneStrings(ts.Models)
+		ts.MappedModels = cloneStrings(ts.MappedModels)
 		s.targets[t] = ts
 		s.serve[t] = compileModelSet(ts.Models)
 	}
@@ -268,6 +269,7 @@ func (s *Snapshot) Rule(i int) RuleSpec {
 func (s *Snapshot) Target(t int) TargetSpec {
 	ts := s.targets[t]
 	ts.Models = cloneStrings(ts.Models)
+	ts.MappedModels = cloneStrings(ts.MappedModels)
 	return ts
 }
 

@@ -101,6 +101,11 @@ type TargetSpec struct {
 	Surfaces SurfaceSet
 	// Models holds exact ids and "prefix*" patterns; nil means any model.
 	Models []string
+	// MappedModels holds the keys of the target's model_map: exact ids the
+	// operator named for it. Like the exact ids of Models they are
+	// /v1/models candidates; they do not change what the target serves.
+	// nil means none.
+	MappedModels []string
 }
 
 // Pair is one X-Gateway-Metadata entry, value as written (strings unquoted,
