@@ -284,3 +284,11 @@ func TestIdleConns(t *testing.T) {
 		t.Fatalf("%d connections alive after the server closed", a)
 	}
 }
+
+func TestNiceCeil(t *testing.T) {
+	for _, c := range []struct{ in, want float64 }{{0, 1}, {7, 8}, {32214, 40000}, {10000, 10000}, {10001, 15000}, {51000, 60000}} {
+		if got := niceCeil(c.in); got != c.want {
+			t.Errorf("niceCeil(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}

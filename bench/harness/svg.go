@@ -10,8 +10,8 @@ import (
 
 // Chart geometry (SVG user units).
 const (
-	svgW, svgH             = 760, 440
-	padL, padR, padT, padB = 70, 190, 40, 55
+	svgW, svgH             = 820, 440
+	padL, padR, padT, padB = 70, 230, 40, 55
 	plotW                  = svgW - padL - padR
 	plotH                  = svgH - padT - padB
 	legendX                = svgW - padR + 18
@@ -129,13 +129,14 @@ func (rep *Report) SVG() string {
 	return b.String()
 }
 
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+// niceCeil rounds v up to a round multiple of a power of ten that splits
+// into five even ticks.
 func niceCeil(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
+	for _, m := range []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
 		if m*p >= v {
 			return m * p
 		}
