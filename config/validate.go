@@ -249,7 +249,7 @@ func (d *decoder) validateCredentials(t *Target, path string) {
 			quoteShort(t.Region))
 	} else if t.BaseURL == "" && t.Region == "" && !d.decodeBad[p("base_url")] {
 		d.problemf(p("region"), "bedrock needs region or base_url; want an AWS region such as us-east-1")
-	} else if t.Region == "" && (id || secret) {
+	} else if t.Region == "" && (id || secret) && regionOfBedrockURL(t.BaseURL) == "" {
 		d.problemf(p("region"), "region is required to sign requests with AWS keys (SigV4); want an AWS region such as us-east-1")
 	}
 }
@@ -270,6 +270,25 @@ func validRegion(r string) bool {
 		}
 	}
 	return true
+}
+
+// regionOfBedrockURL returns the region named by a
+// https://bedrock-runtime[-fips].{region}.amazonaws.com base URL, which the
+// bedrock adapter signs with when region is not set; "" for any other URL.
+func regionOfBedrockURL(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(u.Hostname(), "bedrock-runtime.")
+	if !ok {
+		rest, ok = strings.CutPrefix(u.Hostname(), "bedrock-runtime-fips.")
+	}
+	region, domain, found := strings.Cut(rest, ".")
+	if !ok || !found || !strings.HasPrefix(domain, "amazonaws.") || !validRegion(region) {
+		return ""
+	}
+	return region
 }
 
 func (d *decoder) validateModels(t *Target, path string) {

@@ -173,6 +173,8 @@ func TestValidationProblems(t *testing.T) {
 			[]want{{"targets[1].region", 32, "x@", `"x@evil.example" is not an AWS region; want lowercase letters and digits in hyphen-separated parts, such as us-east-1`}}},
 		{"region upper case", "region: us-east-1", "region: US-EAST-1",
 			[]want{{"targets[1].region", 32, "US", `"US-EAST-1" is not an AWS region; want lowercase letters and digits in hyphen-separated parts, such as us-east-1`}}},
+		{"bedrock sigv4, region only in a host that is not AWS's", "    region: us-east-1\n", "    base_url: https://bedrock-runtime.eu-west-1.example.com\n",
+			[]want{{"targets[1].region", 30, "virtual_key", "region is required to sign requests with AWS keys (SigV4); want an AWS region such as us-east-1"}}},
 		{"region on openai", "provider: openai\n", "provider: openai\n    region: eu-west-1\n",
 			[]want{{"targets[0].region", 23, "eu-west-1", "region is only for provider bedrock; this target's provider is openai"}}},
 		{"aws key on openai", "provider: openai\n", "provider: openai\n    aws_access_key_id: AKID\n",
@@ -242,5 +244,33 @@ func TestQueueSizeZeroIsValid(t *testing.T) {
 	cfg := mustParse(t, strings.Replace(baseYAML, "queue_size: 1000", "queue_size: 0", 1), noEnv)
 	if got := cfg.Targets[0].Concurrency.QueueSize; got != 0 {
 		t.Fatalf("queue_size %d; want 0", got)
+	}
+}
+
+// TestBedrockSigV4RegionFromURL: AWS keys with a bedrock-runtime base URL
+// and no region load; the adapter signs with the region the host names.
+func TestBedrockSigV4RegionFromURL(t *testing.T) {
+	for _, base := range []string{
+		"https://bedrock-runtime.eu-west-1.amazonaws.com",
+		"https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com",
+		"https://bedrock-runtime.cn-north-1.amazonaws.com.cn",
+	} {
+		src := strings.Replace(baseYAML, "    region: us-east-1\n", "    base_url: "+base+"\n", 1)
+		cfg := mustParse(t, src, noEnv)
+		if got := cfg.Targets[1].BaseURL; got != base {
+			t.Errorf("base_url %q, want %q", got, base)
+		}
+	}
+	for base, want := range map[string]string{
+		"https://bedrock-runtime.eu-west-1.amazonaws.com/": "eu-west-1",
+		"https://bedrock-runtime.evil.example/":            "",
+		"https://bedrock-runtime.x.y.amazonaws.com":        "",
+		"https://bedrock-runtime.EU.amazonaws.com":         "",
+		"https://example.com":                              "",
+		"%":                                                "",
+	} {
+		if got := regionOfBedrockURL(base); got != want {
+			t.Errorf("regionOfBedrockURL(%q) = %q, want %q", base, got, want)
+		}
 	}
 }
