@@ -79,7 +79,10 @@ func Start(ctx context.Context, bin string, args []string, o StartOptions) (*Pro
 	if err := startPinned(cmd, o.CPUs); err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.Name, err)
 	}
-	first := make(chan string, 1)
+	var first chan string // receives stdout's first line when waited for
+	if o.WaitListening {
+		first = make(chan string, 1)
+	}
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go func() {
@@ -88,7 +91,7 @@ func Start(ctx context.Context, bin string, args []string, o StartOptions) (*Pro
 	}()
 	go func() {
 		defer readers.Done()
-		p.collect(stdout, first)
+		p.collect(stdout, first) // nil: every line goes to the log
 	}()
 	go func() {
 		readers.Wait() // Wait closes the pipes: read them to the end first
