@@ -354,6 +354,10 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		return w.stream(t, ticket, resp, t0)
 	}
 	w.res.TTFB = w.clk.now().Sub(w.start)
+	// Translate into the client response's pooled body buffer: a fresh
+	// response has none yet, and Body() alone would hand nil to the
+	// adapter, so every answer would be copied into a new allocation.
+	w.rc.Response.AppendBody(nil)
 	out, err := t.Adapter.TranslateResponse(w.rc.Response.Body()[:0], resp.Body(), w.call)
 	if err != nil {
 		// A 2xx the adapter cannot read: the upstream broke the protocol.

@@ -39,7 +39,7 @@ func (m *mock) last() *fasthttp.Request {
 // harness wires mocks to a Pool through Pool.Dial: host "a" is the mock
 // registered as "a"; an unregistered host fails to dial (transport error).
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	pool  *Pool
 	mu    sync.Mutex
 	mocks map[string]*mock
@@ -53,7 +53,7 @@ type harness struct {
 	jitterArgs []time.Duration
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	h := &harness{t: t, pool: NewPool(), mocks: map[string]*mock{}}
 	h.pool.Dial = func(addr string) (net.Conn, error) {
 		host, _, _ := strings.Cut(addr, ":")
@@ -253,3 +253,16 @@ func streamBody(t *testing.T, rc *fasthttp.RequestCtx) string {
 type quietLogger struct{}
 
 func (quietLogger) Printf(string, ...any) {}
+
+// constMock starts a bare upstream named host that answers every request
+// 200 with body and records nothing, so it allocates nothing of its own
+// (for allocation tests and benchmarks).
+func (h *harness) constMock(host string, body []byte) {
+	ln := fasthttputil.NewInmemoryListener()
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBody(body) }}
+	go srv.Serve(ln)                       //nolint:errcheck
+	h.t.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
+	h.mu.Lock()
+	h.mocks[host] = &mock{ln: ln}
+	h.mu.Unlock()
+}
