@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/bench/harness"
+	"github.com/switchyard/switchyard/bench/mock"
+)
+
+func (b *bench) startMocks() error {
+	start := func(name string, extra ...string) (*harness.Proc, error) {
+		args := append([]string{"-listen", "127.0.0.1:0", "-name", name}, extra...)
+		return harness.Start(b.ctx, b.mockBin, args, harness.StartOptions{
+			Name: "mock " + name, CPUs: b.sideCPUs, Env: []string{"GOMAXPROCS=1"}, WaitListening: true,
+		})
+	}
+	var err error
+	if b.primary, err = start("primary"); err != nil {
+		return err
+	}
+	if b.secondary, err = start("secondary"); err != nil {
+		return err
+	}
+	if b.streamer, err = start("stream", "-stream-events", strconv.Itoa(b.o.streamEvents),
+		"-stream-interval", b.o.streamInterval.String()); err != nil {
+		return err
+	}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + b.primary.Addr + chatPath)
+	req.Header.SetMethod("POST")
+	req.SetBody(chatBody)
+	if err := fasthttp.DoTimeout(req, resp, 5*time.Second); err != nil || resp.StatusCode() != 200 {
+		return fmt.Errorf("mock does not answer: %v (status %d)", err, resp.StatusCode())
+	}
+	b.respBytes = len(resp.Body())
+	return nil
+}
+
+func (b *bench) stopMocks() {
+	for _, p := range []*harness.Proc{b.primary, b.secondary, b.streamer} {
+		if p != nil {
+			p.Stop()
+		}
+	}
+}
+
+// proxy is a started proxy under test.
+type proxy struct {
+	proc       *harness.Proc
+	addr       string
+	metricsURL string
+}
+
+func (p *proxy) stop() {
+	if p != nil && p.proc != nil {
+		p.proc.Stop()
+	}
+}
+
+func (b *bench) startBare(upstream string) (*proxy, error) {
+	maddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p, err := harness.Start(b.ctx, b.bareBin, []string{"-listen", "127.0.0.1:0", "-upstream", upstream, "-metrics", maddr},
+		harness.StartOptions{Name: "bareproxy", CPUs: b.proxyCPUs, Env: []string{"GOMAXPROCS=1"}, WaitListening: true})
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(b.ctx, "http://"+maddr+"/metrics", p, 10*time.Second); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return &proxy{proc: p, addr: p.Addr, metricsURL: "http://" + maddr + "/metrics"}, nil
+}
+
+// gwTarget is one target of a generated Switchyard config.
+type gwTarget struct {
+	name, baseURL string
+	// failureThreshold overrides the breaker's (0: default).
+	failureThreshold int
+}
+
+// startSwitchyard writes a config routing model-named rules and starts the
+// gateway on a free port. rules are (model, chain) pairs in order.
+func (b *bench) startSwitchyard(name string, targets []gwTarget, rules [][2]string) (*proxy, error) {
+	if b.syErr != "" {
+		return nil, fmt.Errorf("%s", b.syErr)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	yaml := gatewayYAML(addr, targets, rules)
+	file := filepath.Join(b.tmp, strings.NewReplacer(" ", "-", ",", "").Replace(name)+".yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		return nil, err
+	}
+	p, err := harness.Start(b.ctx, b.syBin, []string{"serve", "-config", file, "-listen", addr},
+		harness.StartOptions{Name: "switchyard", CPUs: b.proxyCPUs, Env: []string{"GOMAXPROCS=1"}})
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(b.ctx, "http://"+addr+"/readyz", p, 60*time.Second); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return &proxy{proc: p, addr: addr, metricsURL: "http://" + addr + "/metrics"}, nil
+}
+
+// gatewayYAML is a Switchyard config listening on addr with targets and
+// model rules ((model, comma-separated chain) pairs, in order). Access log
+// off and level warn: the bare proxy logs nothing either.
+func gatewayYAML(addr string, targets []gwTarget, rules [][2]string) string {
+	var y strings.Builder
+	fmt.Fprintf(&y, "server:\n  listen: %s\nlog:\n  level: warn\n  access_log: false\nstrategy:\n  mode: conditional\n  conditions:\n", addr)
+	for _, r := range rules {
+		chain := strings.Split(r[1], ",")
+		if len(chain) == 1 {
+			fmt.Fprintf(&y, "    - key: model\n      value: %s\n      target_key: %s\n", r[0], chain[0])
+		} else {
+			fmt.Fprintf(&y, "    - key: model\n      value: %s\n      target_keys: [%s]\n", r[0], strings.Join(chain, ", "))
+		}
+	}
+	y.WriteString("targets:\n")
+	for _, t := range targets {
+		fmt.Fprintf(&y, "  - virtual_key: %s\n    provider: openai\n    base_url: %s\n    api_key: %s\n", t.name, t.baseURL, upstreamAPIKey)
+		if t.failureThreshold > 0 {
+			fmt.Fprintf(&y, "    circuit_breaker:\n      failure_threshold: %d\n", t.failureThreshold)
+		}
+	}
+	return y.String()
+}
+
+func (b *bench) mockURL(p *harness.Proc) string { return "http://" + p.Addr + "/v1" }
+
+func (b *bench) oneRule(upstream *harness.Proc) (*proxy, error) {
+	return b.startSwitchyard("1-rule", []gwTarget{{name: "primary", baseURL: b.mockURL(upstream)}},
+		[][2]string{{"bench-model", "primary"}})
+}
+
+func (b *bench) manyRules() (*proxy, []byte, error) {
+	rules := make([][2]string, b.o.rules)
+	for i := range rules {
+		rules[i] = [2]string{fmt.Sprintf("model-%05d", i), "primary"}
+	}
+	last := rules[len(rules)-1][0]
+	body := []byte(strings.Replace(string(chatBody), "bench-model", last, 1))
+	p, err := b.startSwitchyard("many-rules", []gwTarget{{name: "primary", baseURL: b.mockURL(b.primary)}}, rules)
+	return p, body, err
+}
+
+func (b *bench) failover(threshold int) (*proxy, error) {
+	return b.startSwitchyard(fmt.Sprintf("failover-%d", threshold), []gwTarget{
+		{name: "primary", baseURL: b.mockURL(b.primary), failureThreshold: threshold},
+		{name: "secondary", baseURL: b.mockURL(b.secondary)},
+	}, [][2]string{{"bench-model", "primary,secondary"}})
+}
+
+// freeAddr returns a 127.0.0.1 address with a port free right now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// waitHTTP polls url until it answers 200, p exits, or timeout.
+func waitHTTP(ctx context.Context, url string, p *harness.Proc, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		status, _, err := fasthttp.GetTimeout(nil, url, time.Second)
+		if err == nil && status == 200 {
+			return nil
+		}
+		if p.Exited() {
+			return fmt.Errorf("%s exited: %s", p.Name, lastLines(p.Log(), 5))
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s not ready at %s after %v (status %d, %v): %s", p.Name, url, timeout, status, err, lastLines(p.Log(), 5))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func mockCall(addr, method, path string) error {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + addr + path)
+	req.Header.SetMethod(method)
+	if err := fasthttp.DoTimeout(req, resp, 5*time.Second); err != nil {
+		return err
+	}
+	if resp.StatusCode() != 200 {
+		return fmt.Errorf("%s %s: status %d: %s", method, path, resp.StatusCode(), resp.Body())
+	}
+	return nil
+}
+
+func mockStats(addr string) (mock.Stats, error) {
+	var st mock.Stats
+	status, body, err := fasthttp.GetTimeout(nil, "http://"+addr+"/_mock/stats", 5*time.Second)
+	if err != nil {
+		return st, err
+	}
+	if status != 200 {
+		return st, fmt.Errorf("stats: status %d", status)
+	}
+	return st, json.Unmarshal(body, &st)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

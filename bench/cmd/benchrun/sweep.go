@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/switchyard/switchyard/bench/harness"
+	"github.com/switchyard/switchyard/bench/load"
+)
+
+// sweep measures latency against offered open-loop load for the bare proxy
+// and Switchyard at fractions of the bare proxy's saturation throughput.
+func (b *bench) sweep() {
+	bare := b.rows[rowBare]
+	if bare == nil || bare.Result == nil || bare.Result.Throughput() == 0 || b.ctx.Err() != nil {
+		b.rep.Notes = append(b.rep.Notes, "Latency-vs-load sweep not run: the bare proxy scenario did not run.")
+		return
+	}
+	sat := bare.Result.Throughput()
+	var rates []float64
+	for _, f := range []float64{0.1, 0.3, 0.5, 0.7, 0.9} {
+		rates = append(rates, math.Max(10, math.Round(sat*f/10)*10))
+	}
+	b.rep.HalfRate = rates[2]
+	b.rep.SweepBaseline = seriesBare
+	b.rep.SweepFor = map[string]string{rowSy1: seriesSy1, rowSy10k: seriesSy10k}
+	b.rep.Method = append(b.rep.Method, fmt.Sprintf(
+		"Latency vs offered load: open loop at 10/30/50/70/90%% of the bare proxy's closed-loop throughput (%.0f req/s), %v per step and proxy (twice that at 50%%, where p99 added is checked), proxies alternating at each step, up to %d connections; latency counts from the moment a request was due, so queueing is included.",
+		sat, b.o.sweepStep, b.o.conns))
+
+	type contestant struct {
+		series harness.Series
+		url    string
+		body   []byte
+		p      *proxy
+		only   float64 // >0: measured at this rate only
+	}
+	var cs []*contestant
+	start := func(series string, only float64, start func() (*proxy, []byte, error)) {
+		p, body, err := start()
+		if err != nil {
+			b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Sweep %s not run: %s", series, firstLine(err.Error())))
+			return
+		}
+		cs = append(cs, &contestant{series: harness.Series{Name: series}, url: "http://" + p.addr + chatPath, body: body, p: p, only: only})
+	}
+	start(seriesBare, 0, func() (*proxy, []byte, error) {
+		p, err := b.startBare(b.primary.Addr)
+		return p, chatBody, err
+	})
+	start(seriesSy1, 0, func() (*proxy, []byte, error) {
+		p, err := b.oneRule(b.primary)
+		return p, chatBody, err
+	})
+	start(seriesSy10k, b.rep.HalfRate, b.manyRules)
+	defer func() {
+		for _, c := range cs {
+			c.p.stop()
+		}
+	}()
+	for _, c := range cs {
+		// Warm the proxy (connection pools, heap) before the first step.
+		_, _ = load.Run(b.ctx, load.Config{URL: c.url, Body: c.body, Headers: authHeader, Connections: b.o.conns, Duration: b.o.warmup})
+	}
+	// Steps alternate between the proxies at each rate, so background load
+	// falls on all of them alike.
+	for i, rate := range rates {
+		for j := range cs {
+			c := cs[(i+j)%len(cs)]
+			if c.only > 0 && c.only != rate {
+				continue
+			}
+			d := b.o.sweepStep
+			if rate == b.rep.HalfRate {
+				d *= 2 // the step the p99 target is checked at
+			}
+			res, err := load.Run(b.ctx, load.Config{
+				URL: c.url, Body: c.body, Headers: authHeader, Connections: b.o.conns,
+				Duration: d, Rate: rate, Timeout: 30 * time.Second,
+			})
+			if err != nil {
+				return
+			}
+			c.series.Points = append(c.series.Points, harness.Point{Offered: rate, Result: res})
+			b.log.Info().Str("series", c.series.Name).Float64("offered", rate).Float64("achieved", math.Round(res.Throughput())).
+				Dur("p50", res.Latency.Quantile(0.5)).Dur("p99", res.Latency.Quantile(0.99)).Int64("errors", res.Errors).Msg("sweep step")
+		}
+	}
+	for _, c := range cs {
+		b.rep.Sweeps = append(b.rep.Sweeps, c.series)
+	}
+}
+
+// idle measures the memory of Switchyard (and, for reference, the bare
+// proxy) holding many idle keep-alive client connections.
+func (b *bench) idle() {
+	n := b.o.idleConns
+	if n <= 0 || b.ctx.Err() != nil {
+		return
+	}
+	b.rep.Method = append(b.rep.Method, fmt.Sprintf(
+		"Idle connections: %d client connections each complete one GET /healthz (forwarded to the mock by the bare proxy) and stay open; RSS is VmRSS before opening them and 1 s after.", n))
+	measure := func(name string, start func() (*proxy, error)) {
+		res := harness.Idle{Name: name, Wanted: n}
+		defer func() { b.rep.Idle = append(b.rep.Idle, res) }()
+		p, err := start()
+		if err != nil {
+			res.Err = firstLine(err.Error())
+			return
+		}
+		defer p.stop()
+		// A few requests so pools and buffers exist before the baseline.
+		_, _ = load.Run(b.ctx, load.Config{URL: "http://" + p.addr + chatPath, Body: chatBody, Headers: authHeader, Connections: 8, Requests: 2000})
+		time.Sleep(200 * time.Millisecond)
+		res.RSSBefore, _ = harness.MemStatus(p.proc.PID(), "VmRSS")
+		ic, err := harness.OpenIdle(b.ctx, p.addr, "/healthz", n, 32)
+		if err != nil {
+			res.Err = err.Error() // ic still holds what was opened
+		}
+		defer ic.Close()
+		res.Opened = ic.Len()
+		time.Sleep(time.Second)
+		res.RSSAfter, _ = harness.MemStatus(p.proc.PID(), "VmRSS")
+		res.Sockets, _ = harness.CountSockets(p.proc.PID())
+		res.Alive = ic.Alive()
+		b.log.Info().Str("process", name).Int("opened", res.Opened).Int("alive", res.Alive).
+			Str("rss_before", harness.FormatBytes(res.RSSBefore)).Str("rss_after", harness.FormatBytes(res.RSSAfter)).
+			Str("err", res.Err).Msg("idle connections")
+	}
+	measure("Switchyard, 1 rule", func() (*proxy, error) { return b.oneRule(b.primary) })
+	measure("bare proxy", func() (*proxy, error) { return b.startBare(b.primary.Addr) })
+}
