@@ -194,3 +194,25 @@ func TestSSEErrorEventAndEarlyEOF(t *testing.T) {
 		t.Fatalf("EOF before [DONE]: frames %q err %v", frames, err)
 	}
 }
+
+// An upstream event that never ends (no blank line, or no newline at all)
+// is cut at maxSSEEvent as a transport failure instead of growing one frame
+// buffer without bound.
+func TestSSEOversizedEventIsATransportFailure(t *testing.T) {
+	for name, in := range map[string]string{
+		"no newline":    "data: {\"c\":\"" + strings.Repeat("x", maxSSEEvent+10),
+		"no blank line": strings.Repeat(": keep-alive\n", maxSSEEvent/13+10),
+		"after a frame": "data: {\"id\":1}\n\ndata: " + strings.Repeat("y", maxSSEEvent+10) + "\n\n",
+	} {
+		frames, err := readAll(t, &sseDecoder{}, in, 4096)
+		var se *StreamError
+		if !errors.As(err, &se) || se.Class != ClassTransport || !strings.Contains(string(se.Body), "exceeds") {
+			t.Errorf("%s: err %v", name, err)
+		}
+		for _, f := range frames {
+			if len(f) > 100 {
+				t.Errorf("%s: an oversized frame was relayed (%d bytes)", name, len(f))
+			}
+		}
+	}
+}

@@ -23,6 +23,12 @@ var (
 	sseDonePrefix = []byte("[DONE]")
 )
 
+// maxSSEEvent bounds one upstream SSE event (all its lines). OpenAI-style
+// chunks are a few hundred bytes; without a bound, an upstream sending bytes
+// with no blank line (or no newline at all) would grow one frame buffer
+// until the process runs out of memory.
+const maxSSEEvent = 8 << 20
+
 // Next implements StreamDecoder.
 func (d *sseDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 	evStart := len(dst)
@@ -34,6 +40,11 @@ func (d *sseDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 			var chunk []byte
 			chunk, err = r.ReadSlice('\n')
 			dst = append(dst, chunk...)
+			if len(dst)-evStart > maxSSEEvent {
+				return dst[:evStart], &StreamError{Class: ClassTransport, Status: 502,
+					Body: AppendError(nil, "upstream stream event exceeds "+strconv.Itoa(maxSSEEvent)+" bytes",
+						TypeUpstream, CodeUpstreamError)}
+			}
 			if err != bufio.ErrBufferFull {
 				break
 			}

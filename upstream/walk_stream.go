@@ -34,7 +34,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 		br.Reset(nil)
 		readerPool.Put(br)
 		*buf = frame[:0]
-		framePool.Put(buf)
+		putFrame(buf)
 		w.done(t, ticket, o, t0)
 		return o, false
 	}
@@ -84,7 +84,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 			fasthttp.ReleaseResponse(resp)
 			br.Reset(nil)
 			readerPool.Put(br)
-			framePool.Put(buf)
+			putFrame(buf)
 			end := clk.now()
 			t.Breaker().Done(ticket, breakerClass, end)
 			t.Limiter().Release()
@@ -139,6 +139,16 @@ const (
 )
 
 var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledFrame is the largest frame buffer kept for reuse: one huge
+// event must not pin megabytes in the pool for good.
+const maxPooledFrame = 64 << 10
+
+func putFrame(buf *[]byte) {
+	if cap(*buf) <= maxPooledFrame {
+		framePool.Put(buf)
+	}
+}
 
 // relay writes the first frame and then every further one, flushing each.
 // It returns the stream's outcome class. buf holds the frame buffer for
