@@ -156,7 +156,7 @@ func (b *bench) viaProxy(row *harness.Row, body []byte, start func() (*proxy, er
 }
 
 // rounds is how many slices each contender's measured time is cut into.
-const rounds = 3
+const rounds = 5
 
 // compare warms every contender up, then measures them in alternation:
 // rounds passes, each giving every contender Duration/rounds, the starting
