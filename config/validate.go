@@ -186,8 +186,10 @@ func (d *decoder) validateTargets(cfg *Config) map[string]int {
 
 // checkBaseURL returns "" for an absolute http(s) URL with a host and no
 // query, fragment or user info, else what is wrong. It never echoes a URL
-// that carries credentials.
+// that carries credentials, nor a query (which may hold a key, as in
+// "?key=..."): problems are printed and logged.
 func checkBaseURL(s string) string {
+	shown := quoteShort(withoutQuery(s))
 	const want = "want an absolute http(s) URL with a host and no query or fragment, such as https://api.openai.com/v1"
 	u, err := url.Parse(s)
 	switch {
@@ -195,19 +197,28 @@ func checkBaseURL(s string) string {
 		if strings.Contains(s, "@") {
 			return "base_url is not a valid URL; " + want
 		}
-		return fmt.Sprintf("%s is not a valid URL; %s", quoteShort(s), want)
+		return fmt.Sprintf("%s is not a valid URL; %s", shown, want)
 	case u.User != nil:
 		return "base_url carries credentials (user:password@); put the key in api_key and " + want
 	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Sprintf("%s is not an http or https URL; %s", quoteShort(s), want)
+		return fmt.Sprintf("%s is not an http or https URL; %s", shown, want)
 	case u.Host == "" || u.Hostname() == "":
-		return fmt.Sprintf("%s has no host; %s", quoteShort(s), want)
+		return fmt.Sprintf("%s has no host; %s", shown, want)
 	case u.RawQuery != "" || u.ForceQuery:
-		return fmt.Sprintf("%s has a query; %s", quoteShort(s), want)
+		return fmt.Sprintf("%s has a query; %s", shown, want)
 	case u.Fragment != "" || strings.Contains(s, "#"):
-		return fmt.Sprintf("%s has a fragment; %s", quoteShort(s), want)
+		return fmt.Sprintf("%s has a fragment; %s", shown, want)
 	}
 	return ""
+}
+
+// withoutQuery returns s with everything from its first "?" replaced by
+// "?...".
+func withoutQuery(s string) string {
+	if i := strings.IndexByte(s, '?'); i >= 0 {
+		return s[:i] + "?..."
+	}
+	return s
 }
 
 func (d *decoder) validateCredentials(t *Target, path string) {

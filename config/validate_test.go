@@ -151,7 +151,12 @@ func TestValidationProblems(t *testing.T) {
 		{"base_url without host", "base_url: https://api.openai.com/v1", "base_url: 'https:///v1'",
 			[]want{{"targets[0].base_url", 23, "'https", `"https:///v1" has no host; ` + urlWant}}},
 		{"base_url query", "base_url: https://api.openai.com/v1", "base_url: https://x.example/v1?api-version=1",
-			[]want{{"targets[0].base_url", 23, "https", `"https://x.example/v1?api-version=1" has a query; ` + urlWant}}},
+			[]want{{"targets[0].base_url", 23, "https", `"https://x.example/v1?..." has a query; ` + urlWant}}},
+		// A query may carry a key: it is never echoed, whatever else is wrong.
+		{"base_url query with a key not echoed", "base_url: https://api.openai.com/v1", "base_url: https://x.io/v1?key=sk-Q1",
+			[]want{{"targets[0].base_url", 23, "https", `"https://x.io/v1?..." has a query; ` + urlWant}}},
+		{"base_url no scheme, query with a key not echoed", "base_url: https://api.openai.com/v1", "base_url: x.io/v1?key=sk-Q2",
+			[]want{{"targets[0].base_url", 23, "x.io", `"x.io/v1?..." is not an http or https URL; ` + urlWant}}},
 		{"base_url fragment", "base_url: https://api.openai.com/v1", "base_url: https://x.example/v1#frag",
 			[]want{{"targets[0].base_url", 23, "https", `"https://x.example/v1#frag" has a fragment; ` + urlWant}}},
 		{"base_url credentials not echoed", "base_url: https://api.openai.com/v1", "base_url: https://user:hunter2@x.example/v1",
