@@ -40,8 +40,10 @@ const (
 
 // configYAML is the README's worked example with every target pointed at a
 // local mock: model gpt-4o → openai; model_prefix claude- → [anthropic,
-// bedrock]; user vip → openai; metadata tier gold → eu. Arguments: openai
-// base URL, anthropic root, bedrock root, eu base URL.
+// bedrock]; user vip → openai; metadata tier gold → eu. eu also serves
+// mistral-large, which no rule names. Arguments: openai base URL,
+// anthropic root, bedrock root, eu base URL, the anthropic target's
+// settings after models, openai's models.
 const configYAML = `server:
   listen: 127.0.0.1:0
   request_timeout: 10s
@@ -71,7 +73,7 @@ targets:
     provider: openai
     base_url: %[1]s
     api_key: ` + openaiKey + `
-    models: [gpt-4o, gpt-4o-mini]
+    models: %[6]s
     model_map:
       gpt-4o: ` + openaiPinnedID + `
     timeout: 5s
@@ -80,7 +82,7 @@ targets:
     base_url: %[2]s
     api_key: ` + anthropicKey + `
     models: ["claude-*"]
-    timeout: 5s
+%[5]s
   - virtual_key: bedrock
     provider: bedrock
     base_url: %[3]s
@@ -94,7 +96,7 @@ targets:
     provider: openai
     base_url: %[4]s
     api_key: ` + euKey + `
-    models: [gpt-4o, gpt-4o-mini]
+    models: [gpt-4o, gpt-4o-mini, ` + unmatchedModel + `]
     timeout: 5s
 `
 
@@ -128,8 +130,29 @@ type env struct {
 	logs       *syncBuffer
 }
 
-func newEnv(t *testing.T) *env {
+// envOptions change the worked example for one test.
+type envOptions struct {
+	// anthropic is the anthropic target's YAML after its models line, each
+	// line indented four spaces. Default "    timeout: 5s".
+	anthropic string
+	// openaiModels is the openai target's models list. Default
+	// "[gpt-4o, gpt-4o-mini]".
+	openaiModels string
+}
+
+// newEnv starts the worked example.
+func newEnv(t *testing.T) *env { return newEnvWith(t, envOptions{}) }
+
+// newEnvWith starts the worked example changed by o: the four mocks, then
+// the daemon, drained at the end of the test.
+func newEnvWith(t *testing.T, o envOptions) *env {
 	t.Helper()
+	if o.anthropic == "" {
+		o.anthropic = "    timeout: 5s"
+	}
+	if o.openaiModels == "" {
+		o.openaiModels = "[gpt-4o, gpt-4o-mini]"
+	}
 	e := &env{
 		openai: startOpenAIMock(t, "openai-mock", openaiKey),
 		eu:     startOpenAIMock(t, "eu-mock", euKey),
@@ -138,7 +161,7 @@ func newEnv(t *testing.T) *env {
 		logs:   &syncBuffer{},
 	}
 	path := filepath.Join(t.TempDir(), "switchyard.yaml")
-	cfg := fmt.Sprintf(configYAML, e.openai.baseURL(), e.anth.srv.URL, e.bed.srv.URL, e.eu.baseURL())
+	cfg := fmt.Sprintf(configYAML, e.openai.baseURL(), e.anth.srv.URL, e.bed.srv.URL, e.eu.baseURL(), o.anthropic, o.openaiModels)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/valyala/fasthttp"
@@ -108,9 +109,24 @@ func (o *openaiMock) baseURL() string { return "http://" + o.addr + "/v1" }
 // ResponseBytes (64): its word pattern, repeated.
 var mockContent = strings.Repeat("the quick brown fox jumps over the lazy dog ", 2)[:64]
 
-// anthropicFailure is an error the Anthropic mock answers with instead of
-// a message. retryAfter, when not empty, is sent as retry-after.
+// Kinds of anthropicFailure.
+const (
+	// failStatus answers status with an Anthropic error body (the default).
+	failStatus = iota
+	// failCut closes the connection before any response byte.
+	failCut
+	// failSSEFirst answers 200 text/event-stream whose first event is an
+	// error event of type typ.
+	failSSEFirst
+	// failSSEAfter answers 200 text/event-stream with message_start and
+	// one text delta ("Hello"), then an error event of type typ.
+	failSSEAfter
+)
+
+// anthropicFailure is how the Anthropic mock fails instead of answering.
+// retryAfter, when not empty, is sent as retry-after.
 type anthropicFailure struct {
+	kind       int
 	status     int
 	typ, msg   string
 	retryAfter string
@@ -123,6 +139,12 @@ type anthropicMock struct {
 	srv  *httptest.Server
 	key  string
 	fail atomic.Pointer[anthropicFailure]
+
+	// While holding, requests wait for gate (closed by release or at the
+	// end of the test) or for the caller to go away before being served.
+	holding atomic.Bool
+	gate    chan struct{}
+	once    sync.Once
 }
 
 // anthropicText is what the Anthropic mock answers, in pieces for streams.
@@ -132,10 +154,22 @@ func anthropicText() string { return strings.Join(anthropicPieces, "") }
 
 func startAnthropicMock(t *testing.T, key string) *anthropicMock {
 	t.Helper()
-	a := &anthropicMock{key: key}
+	a := &anthropicMock{key: key, gate: make(chan struct{})}
 	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
-	t.Cleanup(a.srv.Close)
+	t.Cleanup(func() {
+		a.release()
+		a.srv.Close()
+	})
 	return a
+}
+
+// hold makes later requests wait (see anthropicMock.holding).
+func (a *anthropicMock) hold() { a.holding.Store(true) }
+
+// release lets held requests and later ones through.
+func (a *anthropicMock) release() {
+	a.holding.Store(false)
+	a.once.Do(func() { close(a.gate) })
 }
 
 // failWith makes every later request fail with f; nil restores answers.
@@ -161,11 +195,46 @@ func (a *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, 400, "invalid_request_error", "anthropic-version: header is required")
 		return
 	}
-	if f := a.fail.Load(); f != nil {
-		if f.retryAfter != "" {
-			w.Header().Set("Retry-After", f.retryAfter)
+	if a.holding.Load() {
+		select {
+		case <-a.gate:
+		case <-r.Context().Done():
+			return
+		case <-time.After(10 * time.Second):
 		}
-		anthropicError(w, f.status, f.typ, f.msg)
+	}
+	fl, _ := w.(http.Flusher)
+	event := func(typ string, data any) {
+		b, _ := json.Marshal(data)
+		_, _ = io.WriteString(w, "event: "+typ+"\ndata: "+string(b)+"\n\n")
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	errorEvent := func(f *anthropicFailure) {
+		event("error", map[string]any{"type": "error", "error": map[string]string{"type": f.typ, "message": f.msg}})
+	}
+	if f := a.fail.Load(); f != nil {
+		switch f.kind {
+		case failCut:
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+		case failSSEFirst:
+			w.Header().Set("Content-Type", "text/event-stream")
+			errorEvent(f)
+		case failSSEAfter:
+			w.Header().Set("Content-Type", "text/event-stream")
+			a.messageStart(event, claudeModel)
+			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
+				"delta": map[string]string{"type": "text_delta", "text": "Hello"}})
+			errorEvent(f)
+		default:
+			if f.retryAfter != "" {
+				w.Header().Set("Retry-After", f.retryAfter)
+			}
+			anthropicError(w, f.status, f.typ, f.msg)
+		}
 		return
 	}
 	var req struct {
@@ -190,20 +259,7 @@ func (a *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	fl, _ := w.(http.Flusher)
-	event := func(typ string, data any) {
-		b, _ := json.Marshal(data)
-		_, _ = io.WriteString(w, "event: "+typ+"\ndata: "+string(b)+"\n\n")
-		if fl != nil {
-			fl.Flush()
-		}
-	}
-	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": "msg_e2e", "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 5, "output_tokens": 1},
-	}})
-	event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-		"content_block": map[string]string{"type": "text", "text": ""}})
+	a.messageStart(event, req.Model)
 	event("ping", map[string]string{"type": "ping"})
 	for _, p := range anthropicPieces {
 		event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
@@ -216,13 +272,38 @@ func (a *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
 	event("message_stop", map[string]string{"type": "message_stop"})
 }
 
+// messageStart writes the message_start and content_block_start events of
+// a stream.
+func (a *anthropicMock) messageStart(event func(string, any), model string) {
+	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_e2e", "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 5, "output_tokens": 1},
+	}})
+	event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+		"content_block": map[string]string{"type": "text", "text": ""}})
+}
+
+// bedrockFailure is an error the Bedrock mock answers with: status, an
+// x-amzn-ErrorType and a message; retryAfter, when not empty, is sent as
+// Retry-After.
+type bedrockFailure struct {
+	status     int
+	errType    string
+	msg        string
+	retryAfter string
+}
+
 // bedrockMock is a minimal Bedrock runtime: POST /model/{id}/converse and
 // /model/{id}/converse-stream with a Bedrock API key as bearer token.
 type bedrockMock struct {
 	recorder
-	srv *httptest.Server
-	key string
+	srv  *httptest.Server
+	key  string
+	fail atomic.Pointer[bedrockFailure]
 }
+
+// failWith makes every later request fail with f; nil restores answers.
+func (b *bedrockMock) failWith(f *bedrockFailure) { b.fail.Store(f) }
 
 // bedrockPieces is what the Bedrock mock answers, in pieces for streams.
 var bedrockPieces = []string{"Hi", " from", " Bedrock"}
@@ -255,6 +336,14 @@ func (b *bedrockMock) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case r.Header.Get("Authorization") != "Bearer "+b.key:
 		bedrockError(w, 403, "The security token included in the request is invalid.")
+		return
+	}
+	if f := b.fail.Load(); f != nil {
+		w.Header().Set("X-Amzn-Errortype", f.errType)
+		if f.retryAfter != "" {
+			w.Header().Set("Retry-After", f.retryAfter)
+		}
+		bedrockError(w, f.status, f.msg)
 		return
 	}
 	var req struct {

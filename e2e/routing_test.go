@@ -124,7 +124,7 @@ func TestUserAndMetadataRules(t *testing.T) {
 
 // mistral-large matches no rule: its chain is [targets[0]] = [openai],
 // which does not serve it, so the client gets 404 model_not_found and no
-// upstream is called, although nothing else would serve it either.
+// upstream is called, although eu, a target outside the chain, serves it.
 func TestUnmatchedModelIsNotFound(t *testing.T) {
 	modes(t, func(t *testing.T, stream bool) {
 		e := newEnv(t)
@@ -143,8 +143,26 @@ func TestUnmatchedModelIsNotFound(t *testing.T) {
 	})
 }
 
+// When targets[0] serves mistral-large, the unmatched request goes there
+// alone (never to eu, which serves it too).
+func TestUnmatchedModelGoesToFirstTarget(t *testing.T) {
+	modes(t, func(t *testing.T, stream bool) {
+		e := newEnvWith(t, envOptions{openaiModels: "[gpt-4o, gpt-4o-mini, \"mistral-*\"]"})
+		r := e.chat(t, chatParams(unmatchedModel), stream)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.content != mockContent || r.model != unmatchedModel {
+			t.Errorf("content %q model %q, want %q %q", r.content, r.model, mockContent, unmatchedModel)
+		}
+		wantHeaders(t, r.header, "openai", "openai", unmatchedModel, "1", "fallback")
+		e.wantCalls(t, 1, 0, 0, 0)
+	})
+}
+
 // GET /v1/models lists the exact ids a model-only request routes to a
-// member serving it; patterns ("claude-*") are not listed. No upstream is
+// member serving it; patterns ("claude-*") are not listed, nor is
+// mistral-large, which only eu (outside its chain) serves. No upstream is
 // asked.
 func TestModelsList(t *testing.T) {
 	e := newEnv(t)
