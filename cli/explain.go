@@ -106,6 +106,10 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		verdict := "not a candidate"
 		if m && s {
 			verdict = "candidate"
+			// The id the member would receive, when model_map renames it.
+			if up, ok := cfg.Targets[t].ModelMap[*model]; ok && up != *model {
+				verdict += fmt.Sprintf(", sends model %q", up)
+			}
 			candidates = append(candidates, ts.Name)
 		}
 		servesModel = servesModel || m

@@ -42,6 +42,7 @@ targets:
     region: us-east-1
     api_key: bk-test
     models: ["claude-*", "mistral-large"]
+    model_map: {claude-sonnet-4: us.anthropic.claude-sonnet-4-v1:0, claude-x: claude-x}
   - virtual_key: mistral
     provider: openai
     api_key: mk-test
@@ -74,6 +75,19 @@ func TestExplain(t *testing.T) {
 			args: []string{"-model", "claude-sonnet-4", "-surface", "chat"},
 			want: []string{
 				`request: chat model "claude-sonnet-4", no user, stream false, tools false, no metadata`,
+				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
+				`chain: anthropic, bedrock`,
+				`member anthropic: provider anthropic, serves model yes, serves surface yes: candidate`,
+				// model_map renames the model for bedrock: explain says so.
+				`member bedrock: provider bedrock, serves model yes, serves surface yes: candidate, sends model "us.anthropic.claude-sonnet-4-v1:0"`,
+				`outcome: routes to anthropic, then bedrock on provider failure`,
+			},
+		},
+		{
+			name: "model_map to the same id is not worth a mention",
+			args: []string{"-model", "claude-x"},
+			want: []string{
+				`request: chat model "claude-x", no user, stream false, tools false, no metadata`,
 				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
 				`chain: anthropic, bedrock`,
 				`member anthropic: provider anthropic, serves model yes, serves surface yes: candidate`,
