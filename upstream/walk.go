@@ -428,7 +428,13 @@ func (w *walk) fail() {
 	switch o.class {
 	case ClassCircuitOpen:
 		status = fasthttp.StatusServiceUnavailable
-		body = AppendError(nil, "no upstream available: every candidate's circuit is open", TypeUpstream, CodeUpstreamUnavailable)
+		msg := "no upstream available: every candidate's circuit is open"
+		if w.res.Attempts > 0 {
+			// An earlier member was called and failed; only the rest were
+			// skipped. Do not tell the client every circuit is open.
+			msg = "no upstream available: the candidates left after a failure have open circuits"
+		}
+		body = AppendError(nil, msg, TypeUpstream, CodeUpstreamUnavailable)
 	case ClassSaturated:
 		status = fasthttp.StatusTooManyRequests
 		rc.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
@@ -448,6 +454,14 @@ func (w *walk) fail() {
 	case ClassClient, ClassContextLength:
 		status = o.status
 		body = o.envelope
+		// Guards against an adapter that reports no usable status or no
+		// envelope: status 0 would go out as a 200 with an error body.
+		if status < 400 || status > 499 {
+			status = fasthttp.StatusBadRequest
+		}
+		if len(body) == 0 {
+			body = AppendError(nil, "upstream refused the request", TypeInvalidRequest, CodeInvalidRequest)
+		}
 	case ClassAuth:
 		body = AppendError(nil, "upstream rejected the gateway's credentials", TypeUpstream, CodeUpstreamAuth)
 	case ClassTimeout:

@@ -1,0 +1,58 @@
+package upstream
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/config"
+)
+
+// bareErrAdapter streams a first event that is a client error with neither
+// status nor envelope: an adapter bug the walk must not turn into a 200.
+type bareErrAdapter struct{ openAIAdapter }
+
+func (bareErrAdapter) NewStream(*Call) StreamDecoder { return bareErrDecoder{} }
+
+type bareErrDecoder struct{}
+
+func (bareErrDecoder) Next(dst []byte, _ *bufio.Reader) ([]byte, error) {
+	return dst, &StreamError{Class: ClassClient}
+}
+
+func TestWalkClientErrorWithoutStatusOrEnvelopeIs400(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", sse(0, ev1, done))
+	ta := h.target("a", nil)
+	ta.Adapter = bareErrAdapter{}
+	rc, res := h.walk(chatCall(true), []*Target{ta}, 5*time.Second, nil)
+	if rc.Response.StatusCode() != fasthttp.StatusBadRequest || res.Status != 400 ||
+		!strings.Contains(string(rc.Response.Body()), `"code":"invalid_request"`) {
+		t.Fatalf("status %d body %q", rc.Response.StatusCode(), rc.Response.Body())
+	}
+}
+
+// When a member was called and failed and only the later ones were skipped
+// as open, the 503 must not claim that every circuit is open.
+func TestWalkOpenAfterAFailureSaysSo(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", status(500, "x"))
+	tb := h.target("b", func(ct *config.Target) { ct.CircuitBreaker.FailureThreshold = 1 })
+	now := h.clk.now()
+	tk, _ := tb.Breaker().Allow(now)
+	tb.Breaker().Done(tk, ClassServer, now)
+	rc, res := h.walk(chatCall(false), []*Target{h.target("a", nil), tb}, 5*time.Second, nil)
+	body := string(rc.Response.Body())
+	if rc.Response.StatusCode() != 503 || res.Attempts != 1 || strings.Contains(body, "every candidate") ||
+		!strings.Contains(body, CodeUpstreamUnavailable) {
+		t.Fatalf("status %d attempts %d body %s", rc.Response.StatusCode(), res.Attempts, body)
+	}
+	// All skipped: the message says every circuit is open.
+	rc, _ = h.walk(chatCall(false), []*Target{tb}, 5*time.Second, nil)
+	if !strings.Contains(string(rc.Response.Body()), "every candidate's circuit is open") {
+		t.Fatalf("all open: %s", rc.Response.Body())
+	}
+}
