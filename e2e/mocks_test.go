@@ -229,11 +229,13 @@ func (a *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
 			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 				"delta": map[string]string{"type": "text_delta", "text": "Hello"}})
 			errorEvent(f)
-		default:
+		case failStatus:
 			if f.retryAfter != "" {
 				w.Header().Set("Retry-After", f.retryAfter)
 			}
 			anthropicError(w, f.status, f.typ, f.msg)
+		default:
+			anthropicError(w, 500, "api_error", "mock: unknown failure kind")
 		}
 		return
 	}
