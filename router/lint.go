@@ -23,7 +23,8 @@ type Finding struct {
 //   - a rule that can never win because an earlier rule matches every
 //     request it would (a duplicate; a model or model_prefix under an
 //     earlier model_prefix that is a prefix of it);
-//   - a target, other than targets[0], that no chain names;
+//   - a target, other than targets[0], that no chain names, or that only
+//     rules of the first kind (never matching) name;
 //   - a chain member that serves none of the models its rule routes, and a
 //     rule whose chain serves none of them (every request gets 404);
 //   - a model listed by no reachable target: an exact id in a target's
@@ -44,21 +45,37 @@ func Lint(rules []RuleSpec, targets []TargetSpec) []Finding {
 		return []Finding{{Rule: -1, Target: -1, Message: err.Error()}}
 	}
 	var out []Finding
+	shadowed := make([]bool, len(s.rules))
 	for j := range s.rules {
 		if f, ok := s.shadowFinding(j); ok {
 			out = append(out, f)
+			shadowed[j] = true
 		}
 		out = append(out, s.chainFindings(j)...)
 	}
+	// A target is reachable when the fallback or a rule that can match
+	// names it. byShadowed lists the never-matching rules naming the
+	// others, to say why they are unreachable.
 	named := make([]bool, len(s.targets))
 	named[0] = true
-	for _, c := range s.chains {
+	byShadowed := make([][]string, len(s.targets))
+	for j, c := range s.chains {
 		for _, t := range c {
-			named[t] = true
+			if shadowed[j] {
+				byShadowed[t] = append(byShadowed[t], fmt.Sprintf("strategy.conditions[%d]", j))
+			} else {
+				named[t] = true
+			}
 		}
 	}
 	for t, ok := range named {
-		if !ok {
+		switch {
+		case ok:
+		case len(byShadowed[t]) > 0:
+			out = append(out, Finding{Rule: -1, Target: t, Message: fmt.Sprintf(
+				"target %q is unreachable: only conditions that never match name it (%s)",
+				s.targets[t].Name, strings.Join(byShadowed[t], ", "))})
+		default:
 			out = append(out, Finding{Rule: -1, Target: t, Message: fmt.Sprintf(
 				"target %q is unreachable: no condition names it and it is not the fallback (targets[0])",
 				s.targets[t].Name)})
