@@ -56,10 +56,10 @@ func main() {
 	var o options
 	flag.StringVar(&o.out, "out", "bench/RESULTS.md", "results file (Markdown); empty: do not write")
 	flag.StringVar(&o.svg, "svg", "bench/latency.svg", "latency chart (SVG); empty: do not write")
-	flag.DurationVar(&o.duration, "duration", 5*time.Second, "measured time per scenario")
+	flag.DurationVar(&o.duration, "duration", 8*time.Second, "measured time per scenario")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up per scenario")
 	flag.IntVar(&o.conns, "conns", 64, "concurrent connections of the closed-loop runs")
-	flag.DurationVar(&o.sweepStep, "sweep-step", 2*time.Second, "measured time per offered-load step")
+	flag.DurationVar(&o.sweepStep, "sweep-step", 3*time.Second, "measured time per offered-load step")
 	flag.IntVar(&o.idleConns, "idle-conns", 10000, "idle keep-alive connections to hold (0: skip)")
 	flag.IntVar(&o.rules, "rules", 10000, "rules in the large-config scenario")
 	flag.StringVar(&o.switchyard, "switchyard", "", "prebuilt switchyard binary (default: go build the module root)")
