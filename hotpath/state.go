@@ -120,7 +120,8 @@ type Gateway struct {
 	// the handler is answered 500 internal_error (type server_error) and
 	// gets no Finished record; one in a committed stream's writer (on
 	// fasthttp's goroutine) ends the stream with an internal_error frame and
-	// its record comes as usual. It may be called concurrently, from the
+	// its record comes as usual (none when the panic was in an Observer's
+	// StreamEnd, which the record follows). It may be called concurrently, from the
 	// handler or a stream writer goroutine, and must not panic. nil = the
 	// panic is answered but not reported. Set before serving.
 	Panicked func(v any, stack []byte)
