@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3"
 )
 
 // The failover classes of SPEC §4.5 beyond the status codes of
@@ -267,5 +270,73 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// When every member of the chain is parked after a 429, the gateway
+// answers 429 rate_limit_exceeded itself, with a Retry-After, and calls
+// no upstream.
+func TestAllParked(t *testing.T) {
+	modes(t, func(t *testing.T, stream bool) {
+		e := newEnv(t)
+		e.anth.failWith(&anthropicFailure{status: 429, typ: "rate_limit_error", msg: "rate limited", retryAfter: "30"})
+		e.bed.failWith(&bedrockFailure{status: 429, errType: "ThrottlingException", msg: "Too many requests", retryAfter: "20"})
+		r := e.chat(t, chatParams(claudeModel), stream)
+		if ae := apiError(t, r.err); ae.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("first request: %d, want 429", ae.StatusCode)
+		}
+		e.wantCalls(t, 0, 1, 1, 0)
+
+		e.anth.failWith(nil)
+		e.bed.failWith(nil)
+		r = e.chat(t, chatParams(claudeModel), stream)
+		ae := apiError(t, r.err)
+		if ae.StatusCode != http.StatusTooManyRequests || ae.Type != "rate_limit_error" || ae.Code != "rate_limit_exceeded" {
+			t.Errorf("got %d type %q code %q, want 429 rate_limit_error rate_limit_exceeded", ae.StatusCode, ae.Type, ae.Code)
+		}
+		ra := ae.Response.Header.Get("Retry-After")
+		if n, err := strconv.Atoi(ra); err != nil || n < 1 || n > 30 {
+			t.Errorf("Retry-After = %q, want the seconds left of a park (1..30)", ra)
+		}
+		wantOpenAIEnvelope(t, ae.RawJSON())
+		e.wantCalls(t, 0, 1, 1, 0)
+	})
+}
+
+// Usage reported by the translated providers reaches the client: in the
+// completion, and in the last chunk of a stream that asked for it.
+func TestTranslatedUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		anthFail *anthropicFailure
+		total    int64
+	}{
+		{"anthropic", nil, 9}, // 5 in + 4 out
+		{"bedrock", &anthropicFailure{status: 529, typ: "overloaded_error", msg: "Overloaded"}, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.anth.failWith(tc.anthFail)
+			comp, err := e.client.Chat.Completions.New(testCtx(t), chatParams(claudeModel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if comp.Usage.TotalTokens != tc.total {
+				t.Errorf("completion usage %+v, want total %d", comp.Usage, tc.total)
+			}
+			p := chatParams(claudeModel)
+			p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+			s := e.client.Chat.Completions.NewStreaming(testCtx(t), p)
+			var acc openai.ChatCompletionAccumulator
+			for s.Next() {
+				acc.AddChunk(s.Current())
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if acc.Usage.TotalTokens != tc.total {
+				t.Errorf("stream usage %+v, want total %d", acc.Usage, tc.total)
+			}
+		})
 	}
 }

@@ -22,11 +22,11 @@ func TestCredentialsStayWithTheirTarget(t *testing.T) {
 		if r := e.chat(t, chatParams(sharedModel), stream, gold); r.err != nil {
 			t.Fatal(r.err)
 		}
-		if r := e.chat(t, chatParams(claudeModel), stream); r.err != nil {
+		if r := e.chat(t, chatParams(claudeModel), stream, gold); r.err != nil {
 			t.Fatal(r.err)
 		}
 		e.anth.failWith(&anthropicFailure{status: 529, typ: "overloaded_error", msg: "Overloaded"})
-		if r := e.chat(t, chatParams(claudeModel), stream); r.err != nil || r.header.Get("X-Gateway-Target") != "bedrock" {
+		if r := e.chat(t, chatParams(claudeModel), stream, gold); r.err != nil || r.header.Get("X-Gateway-Target") != "bedrock" {
 			t.Fatalf("want bedrock's answer after a 529, got %v", r.err)
 		}
 		e.anth.failWith(nil)

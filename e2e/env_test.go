@@ -128,6 +128,8 @@ type env struct {
 	client     openai.Client
 	http       *http.Client
 	logs       *syncBuffer
+	d          *daemon.Daemon
+	path       string // the configuration file
 }
 
 // envOptions change the worked example for one test.
@@ -147,12 +149,6 @@ func newEnv(t *testing.T) *env { return newEnvWith(t, envOptions{}) }
 // the daemon, drained at the end of the test.
 func newEnvWith(t *testing.T, o envOptions) *env {
 	t.Helper()
-	if o.anthropic == "" {
-		o.anthropic = "    timeout: 5s"
-	}
-	if o.openaiModels == "" {
-		o.openaiModels = "[gpt-4o, gpt-4o-mini]"
-	}
 	e := &env{
 		openai: startOpenAIMock(t, "openai-mock", openaiKey),
 		eu:     startOpenAIMock(t, "eu-mock", euKey),
@@ -160,12 +156,9 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 		bed:    startBedrockMock(t, bedrockKey),
 		logs:   &syncBuffer{},
 	}
-	path := filepath.Join(t.TempDir(), "switchyard.yaml")
-	cfg := fmt.Sprintf(configYAML, e.openai.baseURL(), e.anth.srv.URL, e.bed.srv.URL, e.eu.baseURL(), o.anthropic, o.openaiModels)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	d, err := daemon.New(path, "127.0.0.1:0", e.logs)
+	e.path = filepath.Join(t.TempDir(), "switchyard.yaml")
+	e.writeConfig(t, o)
+	d, err := daemon.New(e.path, "127.0.0.1:0", e.logs)
 	if err != nil {
 		t.Fatalf("daemon.New: %v\nlogs:\n%s", err, e.logs)
 	}
@@ -173,6 +166,7 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.d = d
 	served := make(chan error, 1)
 	go func() { served <- d.Serve(ln) }()
 	e.base = "http://" + d.Addr().String()
@@ -196,6 +190,26 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 		}
 	})
 	return e
+}
+
+// writeConfig writes the worked example changed by o to e.path (write then
+// rename, as an operator's tooling would).
+func (e *env) writeConfig(t *testing.T, o envOptions) {
+	t.Helper()
+	if o.anthropic == "" {
+		o.anthropic = "    timeout: 5s"
+	}
+	if o.openaiModels == "" {
+		o.openaiModels = "[gpt-4o, gpt-4o-mini]"
+	}
+	cfg := fmt.Sprintf(configYAML, e.openai.baseURL(), e.anth.srv.URL, e.bed.srv.URL, e.eu.baseURL(), o.anthropic, o.openaiModels)
+	tmp := e.path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, e.path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // calls returns how many requests each upstream received, in the order

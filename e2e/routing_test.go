@@ -9,6 +9,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/switchyard/switchyard/daemon"
 )
 
 // gpt-4o matches rule 0 and goes to the openai mock alone, with the model
@@ -182,4 +184,31 @@ func TestModelsList(t *testing.T) {
 		t.Errorf("models %v, want %v", ids, want)
 	}
 	e.wantCalls(t, 0, 0, 0, 0)
+}
+
+// A reload (SIGHUP's work) swaps the rules in at once, and keeps the 429
+// park of anthropic, whose provider, base URL and key did not change,
+// although its timeout did.
+func TestReloadKeepsParkAndAppliesRules(t *testing.T) {
+	e := newEnv(t)
+	e.anth.failWith(&anthropicFailure{status: 429, typ: "rate_limit_error", msg: "rate limited", retryAfter: retryAfterParks})
+	r := e.chat(t, chatParams(claudeModel), false)
+	wantBedrockAnswered(t, e, r, false, "2")
+	e.anth.failWith(nil)
+	if r := e.chat(t, chatParams(unmatchedModel), false); r.err == nil {
+		t.Fatal("mistral-large served before the reload")
+	}
+
+	e.writeConfig(t, envOptions{anthropic: "    timeout: 4s", openaiModels: `[gpt-4o, gpt-4o-mini, "mistral-*"]`})
+	if got := e.d.Reload(); got != daemon.ReloadSuccess {
+		t.Fatalf("Reload = %q, want %q; logs:\n%s", got, daemon.ReloadSuccess, e.logs)
+	}
+	r = e.chat(t, chatParams(unmatchedModel), false)
+	if r.err != nil {
+		t.Fatalf("mistral-large after the reload: %v", r.err)
+	}
+	wantHeaders(t, r.header, "openai", "openai", unmatchedModel, "1", "fallback")
+	r = e.chat(t, chatParams(claudeModel), true)
+	wantBedrockAnswered(t, e, r, true, "1")
+	e.wantCalls(t, 1, 1, 2, 0)
 }
