@@ -175,6 +175,7 @@ func (b *bench) describe() {
 		fmt.Sprintf("Streams: %d chat.completion.chunk events then data: [DONE], %s at the mock; \"first event\" is the time from sending the request to the first body byte.", b.o.streamEvents, spacing(b.o.streamInterval)),
 		fmt.Sprintf("10,000 rules: %d `key: model` rules; the request matches the last one.", b.o.rules),
 		"Failover: chain [primary, secondary]; primary answers 503 to everything. \"every request\" sets failure_threshold very high so each request really tries primary first; \"circuit open\" keeps the default breaker (opens after 5 failures, stays open 30 s), so primary is skipped. The notes count the primary's 503s per request.",
+		"Every request/response and streaming row is checked to have reached its mock exactly once per request sent (the mock's own counter, read around each slice); a mismatch is listed under Notes.",
 		"CPU/req: the proxy's utime+stime (/proc/PID/stat, 10 ms ticks) over the measured run divided by requests; allocs/req: go_memstats_mallocs_total from the proxy's /metrics (the bare proxy serves it on a side port).",
 		fmt.Sprintf("RLIMIT_NOFILE raised in-process to %d (hard limit) with syscall.Setrlimit before starting children, so the 10,000-connection test fits.", b.fileLimit),
 	)

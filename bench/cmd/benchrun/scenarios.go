@@ -92,7 +92,7 @@ func (b *bench) scenarios() {
 
 	// Request/response.
 	var body10k []byte
-	b.compare([]*contender{
+	group := []*contender{
 		direct(add(rowDirect, false, "", ""), b.primary, chatBody),
 		b.viaProxy(add(rowBare, false, rowDirect, ""), chatBody, func() (*proxy, error) { return b.startBare(b.primary.Addr) }),
 		b.viaProxy(add(rowSy1, false, rowDirect, rowBare), chatBody, func() (*proxy, error) { return b.oneRule(b.primary) }),
@@ -101,7 +101,10 @@ func (b *bench) scenarios() {
 			body10k = body
 			return p, err
 		}),
-	}, &body10k)
+	}
+	countUpstream(group, b.primary.Addr)
+	b.compare(group, &body10k)
+	checkUpstream(group)
 
 	// Failover: the primary mock fails every request from here on.
 	if err := mockCall(b.primary.Addr, "POST", "/_mock/fail?status=503"); err != nil {
@@ -133,11 +136,45 @@ func (b *bench) scenarios() {
 	}
 
 	// Streaming.
-	b.compare([]*contender{
+	group = []*contender{
 		direct(add(rowDirectSSE, true, "", ""), b.streamer, streamBody),
 		b.viaProxy(add(rowBareSSE, true, rowDirectSSE, ""), streamBody, func() (*proxy, error) { return b.startBare(b.streamer.Addr) }),
 		b.viaProxy(add(rowSySSE, true, rowDirectSSE, rowBareSSE), streamBody, func() (*proxy, error) { return b.oneRule(b.streamer) }),
-	}, nil)
+	}
+	countUpstream(group, b.streamer.Addr)
+	b.compare(group, nil)
+	checkUpstream(group)
+}
+
+// countUpstream makes each contender count the requests the mock at addr
+// receives during its slices.
+func countUpstream(cs []*contender, addr string) {
+	probe := func() int64 {
+		st, err := mockStats(addr)
+		if err != nil {
+			return -1 << 40 // poisons the sum: reported as a mismatch
+		}
+		return st.Requests
+	}
+	for _, c := range cs {
+		if c != nil {
+			c.probe = probe
+		}
+	}
+}
+
+// checkUpstream notes every row whose requests did not each reach the mock
+// exactly once: a proxy answering by itself, or retrying, would show here.
+func checkUpstream(cs []*contender) {
+	for _, c := range cs {
+		if c == nil || c.row.Result == nil {
+			continue
+		}
+		sent := c.row.Result.Completed + c.row.Result.Errors
+		if c.probed != sent {
+			c.row.Note = fmt.Sprintf("the mock received %d requests for the %d sent in the measured slices", c.probed, sent)
+		}
+	}
 }
 
 // viaProxy starts a proxy for row; nil (row skipped) if it does not start.
