@@ -340,3 +340,26 @@ func TestTranslatedUsage(t *testing.T) {
 		})
 	}
 }
+
+// A target's timeout bounds a stream only until its first byte: a stream
+// whose deltas take longer in all than the timeout completes.
+func TestStreamTimeoutIsUntilFirstByte(t *testing.T) {
+	e := newEnvWith(t, envOptions{anthropic: "    timeout: 300ms"})
+	e.anth.gap.Store(int64(150 * time.Millisecond)) // 4 deltas: 600 ms
+	r := e.chat(t, chatParams(claudeModel), true)
+	if r.err != nil || r.content != anthropicText() || r.finish != "stop" {
+		t.Fatalf("content %q finish %q err %v, want anthropic's whole answer", r.content, r.finish, r.err)
+	}
+	wantHeaders(t, r.header, "anthropic", "anthropic", claudeModel, "1", "1")
+	e.wantCalls(t, 0, 1, 0, 0)
+}
+
+// A context-length overflow reported as the first event of anthropic's
+// stream fails over like the same error as a 400.
+func TestFailoverOnStreamPromptTooLongFirstFrame(t *testing.T) {
+	e := newEnv(t)
+	e.anth.failWith(&anthropicFailure{kind: failSSEFirst, typ: "invalid_request_error", msg: "prompt is too long: 215000 tokens > 200000 maximum"})
+	r := e.chat(t, chatParams(claudeModel), true)
+	wantBedrockAnswered(t, e, r, true, "2")
+	e.wantCalls(t, 0, 1, 1, 0)
+}

@@ -145,6 +145,9 @@ type anthropicMock struct {
 	holding atomic.Bool
 	gate    chan struct{}
 	once    sync.Once
+
+	// gap is a pause (ns) before each text delta of a stream. Default 0.
+	gap atomic.Int64
 }
 
 // anthropicText is what the Anthropic mock answers, in pieces for streams.
@@ -264,6 +267,9 @@ func (a *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
 	a.messageStart(event, req.Model)
 	event("ping", map[string]string{"type": "ping"})
 	for _, p := range anthropicPieces {
+		if d := time.Duration(a.gap.Load()); d > 0 {
+			time.Sleep(d)
+		}
 		event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 			"delta": map[string]string{"type": "text_delta", "text": p}})
 	}
