@@ -50,7 +50,7 @@ func main() {
 			err := fasthttp.ListenAndServe(*metricsAddr, func(ctx *fasthttp.RequestCtx) {
 				metrics.WriteProcessMetrics(ctx)
 			})
-			log.Error().Err(err).Msg("metrics listener stopped")
+			log.Fatal().Err(err).Str("metrics", *metricsAddr).Msg("metrics listener failed")
 		}()
 	}
 	fmt.Println("listening http://" + ln.Addr().String())

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -69,7 +70,12 @@ func (p *proxy) stop() {
 	}
 }
 
+// startBare starts a bare proxy to upstream (see retry).
 func (b *bench) startBare(upstream string) (*proxy, error) {
+	return retry(func() (*proxy, error) { return b.startBareOnce(upstream) })
+}
+
+func (b *bench) startBareOnce(upstream string) (*proxy, error) {
 	maddr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -99,6 +105,25 @@ func (b *bench) startSwitchyard(name string, targets []gwTarget, rules [][2]stri
 	if b.syErr != "" {
 		return nil, fmt.Errorf("%s", b.syErr)
 	}
+	return retry(func() (*proxy, error) { return b.startSwitchyardOnce(name, targets, rules) })
+}
+
+// retry makes up to three attempts at start while the proxy exits at once:
+// a port picked by freeAddr can be taken by someone else before the proxy
+// binds it. A proxy that runs but never gets ready is not retried.
+func retry(start func() (*proxy, error)) (p *proxy, err error) {
+	for range 3 {
+		if p, err = start(); err == nil || !errors.Is(err, errExited) {
+			return p, err
+		}
+	}
+	return nil, err
+}
+
+// errExited marks a proxy that exited before it was ready.
+var errExited = errors.New("exited before ready")
+
+func (b *bench) startSwitchyardOnce(name string, targets []gwTarget, rules [][2]string) (*proxy, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -188,7 +213,7 @@ func waitHTTP(ctx context.Context, url string, p *harness.Proc, timeout time.Dur
 			return nil
 		}
 		if p.Exited() {
-			return fmt.Errorf("%s exited: %s", p.Name, lastLines(p.Log(), 5))
+			return fmt.Errorf("%s %w: %s", p.Name, errExited, lastLines(p.Log(), 5))
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("%s not ready at %s after %v (status %d, %v): %s", p.Name, url, timeout, status, err, lastLines(p.Log(), 5))
