@@ -141,3 +141,63 @@ func wantOpenAIEnvelope(t *testing.T, raw string) {
 		t.Errorf("error param = %s, want null", p)
 	}
 }
+
+// retry.attempts re-asks the same member before the walk moves on: a
+// single 529 is retried on anthropic, which then answers; bedrock is not
+// called. A deterministic 4xx is never retried.
+func TestRetrySameMemberFirst(t *testing.T) {
+	retry := "    timeout: 5s\n    retry:\n      attempts: 2\n      initial_backoff_ms: 1"
+	modes(t, func(t *testing.T, stream bool) {
+		e := newEnvWith(t, envOptions{anthropic: retry})
+		e.anth.failTimes(&anthropicFailure{status: 529, typ: "overloaded_error", msg: "Overloaded"}, 1)
+		r := e.chat(t, chatParams(claudeModel), stream)
+		if r.err != nil || r.content != anthropicText() {
+			t.Fatalf("content %q err %v, want anthropic's answer on the retry", r.content, r.err)
+		}
+		wantHeaders(t, r.header, "anthropic", "anthropic", claudeModel, "2", "1")
+		e.wantCalls(t, 0, 2, 0, 0)
+
+		e.anth.failWith(&anthropicFailure{status: 400, typ: "invalid_request_error", msg: "messages: Input should be a valid list"})
+		r = e.chat(t, chatParams(claudeModel), stream)
+		if ae := apiError(t, r.err); ae.StatusCode != http.StatusBadRequest {
+			t.Errorf("got %d, want 400", ae.StatusCode)
+		}
+		wantHeaders(t, r.header, "anthropic", "anthropic", claudeModel, "1", "1")
+		e.wantCalls(t, 0, 3, 0, 0)
+
+		// Two 529s use up anthropic's attempts; bedrock answers the third call.
+		e.anth.failWith(&anthropicFailure{status: 529, typ: "overloaded_error", msg: "Overloaded"})
+		r = e.chat(t, chatParams(claudeModel), stream)
+		wantBedrockAnswered(t, e, r, stream, "3")
+		e.wantCalls(t, 0, 5, 1, 0)
+	})
+}
+
+// An error event as the first frame of a stream is judged like the same
+// error as a status: a client error goes back to the client as 400 and an
+// authentication error as 502, neither failing over.
+func TestNoFailoverOnStreamFirstFrameClientErrors(t *testing.T) {
+	for _, tc := range []struct {
+		typ, msg string
+		status   int
+		code     string
+	}{
+		{"invalid_request_error", "messages.1.content: Input should be a valid list", 400, ""},
+		{"authentication_error", "invalid x-api-key", 502, "upstream_auth_error"},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			e := newEnv(t)
+			e.anth.failWith(&anthropicFailure{kind: failSSEFirst, typ: tc.typ, msg: tc.msg})
+			r := e.chat(t, chatParams(claudeModel), true)
+			ae := apiError(t, r.err)
+			if ae.StatusCode != tc.status || (tc.code != "" && ae.Code != tc.code) {
+				t.Errorf("got %d code %q, want %d %q", ae.StatusCode, ae.Code, tc.status, tc.code)
+			}
+			if tc.status == 400 && !strings.Contains(ae.Message, tc.msg) {
+				t.Errorf("message %q, want the provider's %q", ae.Message, tc.msg)
+			}
+			wantOpenAIEnvelope(t, ae.RawJSON())
+			e.wantCalls(t, 0, 1, 0, 0)
+		})
+	}
+}

@@ -148,6 +148,10 @@ type anthropicMock struct {
 
 	// gap is a pause (ns) before each text delta of a stream. Default 0.
 	gap atomic.Int64
+
+	// limited says fail applies to left more requests only (failTimes).
+	limited atomic.Bool
+	left    atomic.Int64
 }
 
 // anthropicText is what the Anthropic mock answers, in pieces for streams.
@@ -176,7 +180,26 @@ func (a *anthropicMock) release() {
 }
 
 // failWith makes every later request fail with f; nil restores answers.
-func (a *anthropicMock) failWith(f *anthropicFailure) { a.fail.Store(f) }
+func (a *anthropicMock) failWith(f *anthropicFailure) {
+	a.limited.Store(false)
+	a.fail.Store(f)
+}
+
+// failTimes makes the next n requests fail with f, then answers again.
+func (a *anthropicMock) failTimes(f *anthropicFailure, n int) {
+	a.left.Store(int64(n))
+	a.limited.Store(true)
+	a.fail.Store(f)
+}
+
+// failure returns the failure to apply to this request, or nil.
+func (a *anthropicMock) failure() *anthropicFailure {
+	f := a.fail.Load()
+	if f != nil && a.limited.Load() && a.left.Add(-1) < 0 {
+		return nil
+	}
+	return f
+}
 
 func anthropicError(w http.ResponseWriter, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -217,7 +240,7 @@ func (a *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
 	errorEvent := func(f *anthropicFailure) {
 		event("error", map[string]any{"type": "error", "error": map[string]string{"type": f.typ, "message": f.msg}})
 	}
-	if f := a.fail.Load(); f != nil {
+	if f := a.failure(); f != nil {
 		switch f.kind {
 		case failCut:
 			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
