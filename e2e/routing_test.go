@@ -212,3 +212,40 @@ func TestReloadKeepsParkAndAppliesRules(t *testing.T) {
 	wantBedrockAnswered(t, e, r, true, "1")
 	e.wantCalls(t, 1, 1, 2, 0)
 }
+
+// anthropic and bedrock serve chat only: claude-sonnet-4-6 on the
+// completions and embeddings surfaces is 404 unsupported_endpoint with no
+// upstream called, while gpt-4o's rule serves them on openai.
+func TestSurfaces(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.client.Completions.New(testCtx(t), openai.CompletionNewParams{
+		Model: claudeModel, Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("hi")}})
+	if ae := apiError(t, err); ae.StatusCode != http.StatusNotFound || ae.Code != "unsupported_endpoint" {
+		t.Errorf("completions: got %d %q, want 404 unsupported_endpoint", ae.StatusCode, ae.Code)
+	}
+	_, err = e.client.Embeddings.New(testCtx(t), openai.EmbeddingNewParams{
+		Model: claudeModel, Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("hi")}})
+	if ae := apiError(t, err); ae.StatusCode != http.StatusNotFound || ae.Code != "unsupported_endpoint" {
+		t.Errorf("embeddings: got %d %q, want 404 unsupported_endpoint", ae.StatusCode, ae.Code)
+	}
+	e.wantCalls(t, 0, 0, 0, 0)
+
+	var resp *http.Response
+	emb, err := e.client.Embeddings.New(testCtx(t), openai.EmbeddingNewParams{
+		Model: "gpt-4o", Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("hi")}},
+		option.WithResponseInto(&resp), option.WithHeader("X-Request-Id", "e2e-req-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(emb.Data) != 1 || len(emb.Data[0].Embedding) == 0 {
+		t.Errorf("embedding %s", emb.RawJSON())
+	}
+	wantHeaders(t, resp.Header, "openai", "openai", openaiPinnedID, "1", "0")
+	if got := resp.Header.Get("X-Request-Id"); got != "e2e-req-1" {
+		t.Errorf("X-Request-Id = %q, want the client's e2e-req-1 echoed", got)
+	}
+	if got := e.openai.last(t).uri; got != "/v1/embeddings" {
+		t.Errorf("openai mock got %s", got)
+	}
+	e.wantCalls(t, 1, 0, 0, 0)
+}
