@@ -38,10 +38,14 @@ func (openAIAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, 
 	req.Header.SetMethod(fasthttp.MethodPost)
 	uri := req.URI()
 	uri.DisablePathNormalizing = true
-	req.SetRequestURI(ep.BaseURL + openAIPaths[c.Surface])
+	// The URI and the bearer value are assembled in a stack buffer that the
+	// request copies: a string concatenation over 32 bytes (any real base
+	// URL with its path, any real key) would allocate on every attempt.
+	var buf [256]byte
+	req.SetRequestURIBytes(append(append(buf[:0], ep.BaseURL...), openAIPaths[c.Surface]...))
 	req.Header.SetContentType("application/json")
 	if ep.APIKey != "" {
-		req.Header.Set(fasthttp.HeaderAuthorization, "Bearer "+ep.APIKey)
+		req.Header.SetBytesV(fasthttp.HeaderAuthorization, append(append(buf[:0], "Bearer "...), ep.APIKey...))
 	}
 	if bytes.Equal(upstreamModel, c.Model) {
 		// Fast path: the body goes out as the client sent it. SetBodyRaw
@@ -49,7 +53,10 @@ func (openAIAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, 
 		req.SetBodyRaw(c.Body)
 		return nil
 	}
-	// Rewrite into the request's own (pooled) body buffer.
+	// Rewrite into the request's own (pooled) body buffer. A reset request
+	// has none, and Body() alone would be nil: AppendBody(nil) takes one
+	// from the pool first.
+	req.AppendBody(nil)
 	body, err := RewriteModel(req.Body()[:0], c.Body, upstreamModel)
 	if err != nil {
 		return err
