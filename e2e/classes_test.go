@@ -344,8 +344,8 @@ func TestTranslatedUsage(t *testing.T) {
 // A target's timeout bounds a stream only until its first byte: a stream
 // whose deltas take longer in all than the timeout completes.
 func TestStreamTimeoutIsUntilFirstByte(t *testing.T) {
-	e := newEnvWith(t, envOptions{anthropic: "    timeout: 300ms"})
-	e.anth.gap.Store(int64(150 * time.Millisecond)) // 4 deltas: 600 ms
+	e := newEnvWith(t, envOptions{anthropic: "    timeout: 500ms"})
+	e.anth.gap.Store(int64(250 * time.Millisecond)) // 4 deltas: 1 s
 	r := e.chat(t, chatParams(claudeModel), true)
 	if r.err != nil || r.content != anthropicText() || r.finish != "stop" {
 		t.Fatalf("content %q finish %q err %v, want anthropic's whole answer", r.content, r.finish, r.err)

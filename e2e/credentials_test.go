@@ -10,9 +10,10 @@ import (
 
 // Every upstream receives its own credential, in its provider's header,
 // and nothing else: not the client's key, not another target's key, not
-// the X-Gateway-Metadata header. No key reaches the gateway's log.
+// the X-Gateway-Metadata header. No key reaches the gateway's log, even at
+// debug level.
 func TestCredentialsStayWithTheirTarget(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvWith(t, envOptions{logLevel: "debug"})
 	gold := option.WithHeader("X-Gateway-Metadata", `{"tier":"gold"}`)
 	for _, stream := range []bool{false, true} {
 		// openai (rule 0), eu (rule 3), anthropic then bedrock (rule 1).

@@ -43,13 +43,13 @@ const (
 // bedrock]; user vip → openai; metadata tier gold → eu. eu also serves
 // mistral-large, which no rule names. Arguments: openai base URL,
 // anthropic root, bedrock root, eu base URL, the anthropic target's
-// settings after models, openai's models.
+// settings after models, openai's models, log.level.
 const configYAML = `server:
   listen: 127.0.0.1:0
   request_timeout: 10s
   shutdown_timeout: 5s
 log:
-  level: info
+  level: %[7]s
   format: json
   access_log: true
 strategy:
@@ -140,6 +140,8 @@ type envOptions struct {
 	// openaiModels is the openai target's models list. Default
 	// "[gpt-4o, gpt-4o-mini]".
 	openaiModels string
+	// logLevel is log.level. Default info.
+	logLevel string
 }
 
 // newEnv starts the worked example.
@@ -202,7 +204,11 @@ func (e *env) writeConfig(t *testing.T, o envOptions) {
 	if o.openaiModels == "" {
 		o.openaiModels = "[gpt-4o, gpt-4o-mini]"
 	}
-	cfg := fmt.Sprintf(configYAML, e.openai.baseURL(), e.anth.srv.URL, e.bed.srv.URL, e.eu.baseURL(), o.anthropic, o.openaiModels)
+	if o.logLevel == "" {
+		o.logLevel = "info"
+	}
+	cfg := fmt.Sprintf(configYAML, e.openai.baseURL(), e.anth.srv.URL, e.bed.srv.URL, e.eu.baseURL(),
+		o.anthropic, o.openaiModels, o.logLevel)
 	tmp := e.path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
