@@ -156,21 +156,48 @@ func TestWholeChainFails(t *testing.T) {
 }
 
 // A stream that fails after its first byte is committed: the client has
-// the text so far, then an error frame and no [DONE]; bedrock is not
-// called.
+// what was sent so far, then an error frame and no [DONE]; bedrock is not
+// called. The role chunk the gateway sends for message_start is such a
+// byte, so an error right after message_start is no longer failed over.
 func TestStreamFailureAfterFirstByte(t *testing.T) {
-	e := newEnv(t)
-	e.anth.failWith(&anthropicFailure{kind: failSSEAfter, typ: "overloaded_error", msg: "Overloaded"})
-	status, h, body := e.rawChat(t, claudeModel, true)
+	for _, tc := range []struct {
+		name string
+		kind int
+		sent string // text the client must have before the error frame
+	}{
+		{"after a text delta", failSSEAfter, "Hello"},
+		{"after message_start", failSSEAfterStart, `"role":"assistant"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.anth.failWith(&anthropicFailure{kind: tc.kind, typ: "overloaded_error", msg: "Overloaded"})
+			status, h, body := e.rawChat(t, claudeModel, true)
+			wantCommittedFailure(t, status, h, body, tc.sent)
+			wantHeaders(t, h, "anthropic", "anthropic", claudeModel, "1", "1")
+			e.wantCalls(t, 0, 1, 0, 0)
+
+			// openai-go reports it as an error.
+			if r := e.chat(t, chatParams(claudeModel), true); r.err == nil {
+				t.Error("openai-go saw a clean end of a stream that failed")
+			}
+			e.wantCalls(t, 0, 2, 0, 0)
+		})
+	}
+}
+
+// wantCommittedFailure checks a stream answered 200 whose data frames
+// include sent, then end with an error object and no [DONE].
+func wantCommittedFailure(t *testing.T, status int, h http.Header, body, sent string) {
+	t.Helper()
 	if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("status %d content type %q, want 200 text/event-stream", status, h.Get("Content-Type"))
+		t.Fatalf("status %d content type %q, want 200 text/event-stream: %s", status, h.Get("Content-Type"), body)
 	}
 	data := sseData(body)
 	if len(data) < 2 {
 		t.Fatalf("stream %q", body)
 	}
-	if !strings.Contains(body, "Hello") {
-		t.Errorf("the text sent before the failure is missing: %q", body)
+	if !strings.Contains(strings.Join(data[:len(data)-1], "\n"), sent) {
+		t.Errorf("what was sent before the failure (%s) is missing: %q", sent, body)
 	}
 	last := data[len(data)-1]
 	if !strings.HasPrefix(last, `{"error":`) || !strings.Contains(last, `"type"`) {
@@ -179,15 +206,46 @@ func TestStreamFailureAfterFirstByte(t *testing.T) {
 	if strings.Contains(body, "[DONE]") {
 		t.Errorf("a failed stream ends with [DONE]: %q", body)
 	}
-	wantHeaders(t, h, "anthropic", "anthropic", claudeModel, "1", "1")
-	e.wantCalls(t, 0, 1, 0, 0)
+}
 
-	// openai-go reports it as an error, after the first text.
-	r := e.chat(t, chatParams(claudeModel), true)
-	if r.err == nil {
-		t.Error("openai-go saw a clean end of a stream that failed")
+// Bedrock, the chain's last member, reports ConverseStream failures as
+// exception frames. As the first frame, nothing was sent yet: the client
+// gets a plain error with the exception's status class. After text, the
+// stream ends with an error frame and no [DONE].
+func TestBedrockStreamExceptions(t *testing.T) {
+	overloaded := &anthropicFailure{status: 529, typ: "overloaded_error", msg: "Overloaded"}
+	for _, tc := range []struct {
+		exception string
+		status    int
+		code      string
+	}{
+		{"throttlingException", 429, "rate_limit_exceeded"},
+		{"serviceUnavailableException", 502, "upstream_error"},
+		{"validationException", 400, "invalid_request"},
+	} {
+		t.Run(tc.exception+"/first", func(t *testing.T) {
+			e := newEnv(t)
+			e.anth.failWith(overloaded)
+			e.bed.failWith(&bedrockFailure{exception: tc.exception, streamAfter: -1, msg: "bedrock says " + tc.exception})
+			r := e.chat(t, chatParams(claudeModel), true)
+			ae := apiError(t, r.err)
+			if ae.StatusCode != tc.status || ae.Code != tc.code {
+				t.Errorf("got %d %q, want %d %q", ae.StatusCode, ae.Code, tc.status, tc.code)
+			}
+			wantOpenAIEnvelope(t, ae.RawJSON())
+			wantHeaders(t, r.header, "bedrock", "bedrock", bedrockModelID, "2", "1")
+			e.wantCalls(t, 0, 1, 1, 0)
+		})
 	}
-	e.wantCalls(t, 0, 2, 0, 0)
+	t.Run("after text", func(t *testing.T) {
+		e := newEnv(t)
+		e.anth.failWith(overloaded)
+		e.bed.failWith(&bedrockFailure{exception: "modelStreamErrorException", streamAfter: 1, msg: "model stream failed"})
+		status, h, body := e.rawChat(t, claudeModel, true)
+		wantCommittedFailure(t, status, h, body, `"content":"`+bedrockPieces[0]+`"`)
+		wantHeaders(t, h, "bedrock", "bedrock", bedrockModelID, "2", "1")
+		e.wantCalls(t, 0, 1, 1, 0)
+	})
 }
 
 // Every successful stream, whatever the provider behind it, is a

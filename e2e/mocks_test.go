@@ -121,6 +121,10 @@ const (
 	// failSSEAfter answers 200 text/event-stream with message_start and
 	// one text delta ("Hello"), then an error event of type typ.
 	failSSEAfter
+	// failSSEAfterStart answers 200 text/event-stream with message_start
+	// and content_block_start (no text yet), then an error event of type
+	// typ.
+	failSSEAfterStart
 )
 
 // anthropicFailure is how the Anthropic mock fails instead of answering.
@@ -249,6 +253,10 @@ func (a *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
 		case failSSEFirst:
 			w.Header().Set("Content-Type", "text/event-stream")
 			errorEvent(f)
+		case failSSEAfterStart:
+			w.Header().Set("Content-Type", "text/event-stream")
+			a.messageStart(event, claudeModel)
+			errorEvent(f)
 		case failSSEAfter:
 			w.Header().Set("Content-Type", "text/event-stream")
 			a.messageStart(event, claudeModel)
@@ -317,11 +325,19 @@ func (a *anthropicMock) messageStart(event func(string, any), model string) {
 // bedrockFailure is an error the Bedrock mock answers with: status, an
 // x-amzn-ErrorType and a message; retryAfter, when not empty, is sent as
 // Retry-After.
+//
+// When exception is set, a converse-stream request is answered 200
+// instead: with streamAfter < 0, an exception frame of that
+// :exception-type first; else messageStart and streamAfter text deltas,
+// then the exception frame.
 type bedrockFailure struct {
 	status     int
 	errType    string
 	msg        string
 	retryAfter string
+
+	exception   string
+	streamAfter int
 }
 
 // bedrockMock is a minimal Bedrock runtime: POST /model/{id}/converse and
@@ -369,7 +385,8 @@ func (b *bedrockMock) serve(w http.ResponseWriter, r *http.Request) {
 		bedrockError(w, 403, "The security token included in the request is invalid.")
 		return
 	}
-	if f := b.fail.Load(); f != nil {
+	f := b.fail.Load()
+	if f != nil && (f.exception == "" || m[2] != "converse-stream") {
 		w.Header().Set("X-Amzn-Errortype", f.errType)
 		if f.retryAfter != "" {
 			w.Header().Set("Retry-After", f.retryAfter)
@@ -408,12 +425,30 @@ func (b *bedrockMock) serve(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 	}
+	if f != nil && f.streamAfter < 0 {
+		b.exceptionFrame(enc, w, f)
+		return
+	}
 	frame("messageStart", `{"role":"assistant"}`)
-	for _, p := range bedrockPieces {
+	for i, p := range bedrockPieces {
+		if f != nil && i == f.streamAfter {
+			b.exceptionFrame(enc, w, f)
+			return
+		}
 		d, _ := json.Marshal(map[string]any{"contentBlockIndex": 0, "delta": map[string]string{"text": p}})
 		frame("contentBlockDelta", string(d))
 	}
 	frame("contentBlockStop", `{"contentBlockIndex":0}`)
 	frame("messageStop", `{"stopReason":"end_turn"}`)
 	frame("metadata", `{"usage":{"inputTokens":3,"outputTokens":3,"totalTokens":6},"metrics":{"latencyMs":1}}`)
+}
+
+// exceptionFrame writes the exception frame of f.
+func (b *bedrockMock) exceptionFrame(enc *eventstream.Encoder, w io.Writer, f *bedrockFailure) {
+	var msg eventstream.Message
+	msg.Headers.Set(":message-type", eventstream.StringValue("exception"))
+	msg.Headers.Set(":exception-type", eventstream.StringValue(f.exception))
+	msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+	msg.Payload, _ = json.Marshal(map[string]string{"message": f.msg})
+	_ = enc.Encode(w, msg)
 }
