@@ -299,7 +299,11 @@ func (a *anthropicMock) serve(w http.ResponseWriter, r *http.Request) {
 	event("ping", map[string]string{"type": "ping"})
 	for _, p := range anthropicPieces {
 		if d := time.Duration(a.gap.Load()); d > 0 {
-			time.Sleep(d)
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return
+			}
 		}
 		event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 			"delta": map[string]string{"type": "text_delta", "text": p}})
