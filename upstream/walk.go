@@ -277,7 +277,11 @@ func (w *walk) retryable(t *Target, o outcome) bool {
 	return false
 }
 
-var headerRequestID = []byte("X-Request-Id")
+var (
+	headerRequestID      = []byte("X-Request-Id")
+	headerAcceptEncoding = []byte("Accept-Encoding")
+	identityCoding       = []byte("identity")
+)
 
 // attempt makes one upstream call. For a success it writes the answer
 // (committed reports a stream handed to the stream writer, which then owns
@@ -317,6 +321,11 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	} else if id := w.rc.Request.Header.PeekBytes(headerRequestID); len(id) > 0 {
 		req.Header.SetBytesKV(headerRequestID, id)
 	}
+	// A request without Accept-Encoding accepts any coding (RFC 9110
+	// §12.5.3), and a CDN in front of a provider may then gzip the answer:
+	// the walk relays bodies and SSE as plain bytes, so it asks for none.
+	// Set after BuildRequest and not signed: SigV4 allows unsigned headers.
+	req.Header.SetBytesKV(headerAcceptEncoding, identityCoding)
 	if w.call.Stream {
 		resp.StreamBody = true
 	}
