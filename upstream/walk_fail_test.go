@@ -56,3 +56,36 @@ func TestWalkOpenAfterAFailureSaysSo(t *testing.T) {
 		t.Fatalf("all open: %s", rc.Response.Body())
 	}
 }
+
+// bareMidErrAdapter relays the first SSE event, then fails with a
+// StreamError that carries no envelope.
+type bareMidErrAdapter struct{ openAIAdapter }
+
+func (bareMidErrAdapter) NewStream(*Call) StreamDecoder { return &bareMidErrDecoder{} }
+
+type bareMidErrDecoder struct {
+	sseDecoder
+	n int
+}
+
+func (d *bareMidErrDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
+	if d.n++; d.n > 1 {
+		return dst, &StreamError{Class: ClassServer, Status: 500}
+	}
+	return d.sseDecoder.Next(dst, r)
+}
+
+func TestStreamErrorWithoutEnvelopeStillWritesAnErrorFrame(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", sse(0, ev1, ev2, done))
+	ta := h.target("a", nil)
+	ta.Adapter = bareMidErrAdapter{}
+	obs := newRec()
+	rc, _ := h.walk(chatCall(true), []*Target{ta}, 5*time.Second, obs)
+	body := streamBody(t, rc)
+	want := ev1 + "data: " + string(AppendError(nil, "upstream stream failed", TypeUpstream, CodeUpstreamError)) + "\n\n"
+	if body != want {
+		t.Fatalf("stream body\n got %q\nwant %q", body, want)
+	}
+	waitEnd(t, obs)
+}

@@ -190,7 +190,13 @@ func relay(bw *bufio.Writer, dec StreamDecoder, br *bufio.Reader, frame []byte, 
 func streamFailure(err error) outcome {
 	var se *StreamError
 	if errors.As(err, &se) {
-		return outcome{class: se.Class, status: se.Status, envelope: se.Body}
+		o := outcome{class: se.Class, status: se.Status, envelope: se.Body}
+		if len(o.envelope) == 0 {
+			// A decoder that gave no envelope must still produce a
+			// well-formed error frame (and final answer), not "data: ".
+			o.envelope = AppendError(nil, "upstream stream failed", TypeUpstream, CodeUpstreamError)
+		}
+		return o
 	}
 	class := errClass(err)
 	if class == ClassTimeout {
