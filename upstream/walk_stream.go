@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"net"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -54,6 +55,15 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 	obs, clk, start := w.obs, w.clk, w.start
 	laddr := resp.LocalAddr()
 	first, firstErr := frame, err
+	// A client that stops reading (a zero TCP window, which keep-alive
+	// probes do not detect) would block fasthttp's write of the stream for
+	// ever, and with it this writer, the upstream connection and the limiter
+	// slot. So each frame has t.Timeout to leave; then the server's write
+	// fails, it closes the pipe, and the writer ends as for a disconnect.
+	// The net.Conn is taken now: it outlives the handler, the RequestCtx
+	// may not be touched after it.
+	client := clientConn(rc)
+	stall := t.Timeout
 	// From here the writer owns the ticket, the slot, resp, br and buf.
 	w.pending = false
 	rc.SetBodyStreamWriter(func(bw *bufio.Writer) {
@@ -78,6 +88,11 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 				setStreamDeadline(laddr, clk.now().Add(drainTimeout))
 				io.Copy(io.Discard, io.LimitReader(br, maxDrain)) //nolint:errcheck
 			}
+			if client != nil {
+				// The connection goes on serving keep-alive requests, and
+				// fasthttp sets no write deadline of its own (WriteTimeout 0).
+				client.SetWriteDeadline(time.Time{}) //nolint:errcheck
+			}
 			// Closing an unfinished body stream closes the connection, which
 			// is how a client disconnect cancels the upstream request.
 			resp.CloseBodyStream() //nolint:errcheck
@@ -100,6 +115,10 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 		class = relay(bw, dec, br, first, firstErr, func() {
 			// Between events the silence is bounded by the target timeout.
 			setStreamDeadline(laddr, clk.now().Add(t.Timeout))
+		}, func() {
+			if client != nil {
+				client.SetWriteDeadline(time.Now().Add(stall)) //nolint:errcheck
+			}
 		}, buf)
 	})
 	return outcome{class: ClassOK}, true
@@ -151,11 +170,13 @@ func putFrame(buf *[]byte) {
 }
 
 // relay writes the first frame and then every further one, flushing each.
-// It returns the stream's outcome class. buf holds the frame buffer for
-// reuse.
-func relay(bw *bufio.Writer, dec StreamDecoder, br *bufio.Reader, frame []byte, err error, beforeRead func(), buf *[]byte) Class {
+// It returns the stream's outcome class. beforeRead runs before each read
+// from the upstream after the first, beforeWrite before each write to the
+// client. buf holds the frame buffer for reuse.
+func relay(bw *bufio.Writer, dec StreamDecoder, br *bufio.Reader, frame []byte, err error, beforeRead, beforeWrite func(), buf *[]byte) Class {
 	defer func() { *buf = frame[:0] }()
 	for {
+		beforeWrite()
 		if len(frame) > 0 {
 			if _, werr := bw.Write(frame); werr != nil {
 				return ClassCanceled
@@ -203,4 +224,23 @@ func streamFailure(err error) outcome {
 		return outcome{class: class, envelope: AppendError(nil, "upstream stream timed out", TypeUpstream, CodeGatewayTimeout)}
 	}
 	return outcome{class: class, envelope: AppendError(nil, "upstream stream failed", TypeUpstream, CodeUpstreamError)}
+}
+
+// clientConn returns the client connection of rc if its write deadline can
+// be set, else nil. A RequestCtx built by Init (tests, tools) carries a
+// placeholder whose deadline methods panic; that is probed once here.
+func clientConn(rc *fasthttp.RequestCtx) (c net.Conn) {
+	c = rc.Conn()
+	if c == nil {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			c = nil
+		}
+	}()
+	if c.SetWriteDeadline(time.Time{}) != nil {
+		return nil
+	}
+	return c
 }
