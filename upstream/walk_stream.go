@@ -215,7 +215,11 @@ func streamFailure(err error) outcome {
 		if len(o.envelope) == 0 {
 			// A decoder that gave no envelope must still produce a
 			// well-formed error frame (and final answer), not "data: ".
-			o.envelope = AppendError(nil, "upstream stream failed", TypeUpstream, CodeUpstreamError)
+			if o.class == ClassClient || o.class == ClassContextLength {
+				o.envelope = AppendError(nil, "upstream refused the request", TypeInvalidRequest, CodeInvalidRequest)
+			} else {
+				o.envelope = AppendError(nil, "upstream stream failed", TypeUpstream, CodeUpstreamError)
+			}
 		}
 		return o
 	}
