@@ -423,9 +423,31 @@ func (w *walk) headers(t *Target) {
 	h := &w.rc.Response.Header
 	h.Set(HeaderTarget, t.Name)
 	h.Set(HeaderProvider, t.Provider)
-	h.SetBytesV(HeaderModel, t.UpstreamModel(w.call.Model))
+	setModelHeader(h, t.UpstreamModel(w.call.Model))
 	var buf [20]byte
 	h.SetBytesV(HeaderAttempts, strconv.AppendInt(buf[:0], int64(w.res.Attempts), 10))
+}
+
+// setModelHeader sets X-Gateway-Model to model. The id comes from the
+// client's body (unless model_map replaced it) and JSON escapes can put any
+// byte in it; a control byte in a header value makes strict HTTP clients
+// (Go's net/http, Python's h11) refuse the whole response, so each is
+// replaced by '?'. fasthttp already turns CR and LF into spaces. The usual
+// id has none and costs one scan.
+func setModelHeader(h *fasthttp.ResponseHeader, model []byte) {
+	for i, c := range model {
+		if (c < 0x20 && c != '\t') || c == 0x7f {
+			clean := append([]byte(nil), model...)
+			for j := i; j < len(clean); j++ {
+				if c := clean[j]; (c < 0x20 && c != '\t') || c == 0x7f {
+					clean[j] = '?'
+				}
+			}
+			h.SetBytesV(HeaderModel, clean)
+			return
+		}
+	}
+	h.SetBytesV(HeaderModel, model)
 }
 
 // fail writes the final error of a walk that found no answer (SPEC §5).

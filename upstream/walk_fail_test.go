@@ -89,3 +89,19 @@ func TestStreamErrorWithoutEnvelopeStillWritesAnErrorFrame(t *testing.T) {
 	}
 	waitEnd(t, obs)
 }
+
+// A model id with control bytes (JSON escapes allow any) must not put them
+// into X-Gateway-Model, where strict clients refuse the whole response.
+func TestWalkModelHeaderHasNoControlBytes(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", status(404, `{"error":{"message":"no such model","type":"invalid_request_error","code":"model_not_found"}}`))
+	call := &Call{Surface: chatCall(false).Surface, Body: []byte(`{"model":"m\u0001x\u007f\u0000"}`), Model: []byte("m\x01x\x7f\x00")}
+	rc, _ := h.walk(call, []*Target{h.target("a", nil)}, 5*time.Second, nil)
+	if got := hdr(rc, HeaderModel); got != "m?x??" {
+		t.Fatalf("X-Gateway-Model %q", got)
+	}
+	rc, _ = h.walk(chatCall(false), []*Target{h.target("a", nil)}, 5*time.Second, nil)
+	if got := hdr(rc, HeaderModel); got != "gpt-x" {
+		t.Fatalf("X-Gateway-Model %q", got)
+	}
+}
