@@ -151,7 +151,8 @@ type walk struct {
 	start    time.Time
 	res      Result
 	last     outcome
-	// minPark is the shortest remaining park among parked members skipped.
+	// minPark is the shortest remaining park among the members skipped as
+	// parked or parked by this walk; -1 = none.
 	minPark time.Duration
 	// pending is true while an attempt holds a breaker ticket it has not
 	// reported yet (see attempt).
@@ -243,7 +244,14 @@ func (w *walk) member(t *Target) bool {
 		}
 		w.last = o
 		if o.class == ClassRateLimited {
-			t.Park().ParkUntil(w.clk.now().Add(ParkDuration(o.retryAfter, w.clk.now())))
+			now := w.clk.now()
+			d := ParkDuration(o.retryAfter, now)
+			t.Park().ParkUntil(now.Add(d))
+			// A later member found parked answers with the soonest time
+			// any candidate is back, this one included.
+			if w.minPark < 0 || d < w.minPark {
+				w.minPark = d
+			}
 			break
 		}
 		if attempt >= t.Retry.Attempts || !w.retryable(t, o) {

@@ -105,3 +105,16 @@ func TestWalkModelHeaderHasNoControlBytes(t *testing.T) {
 		t.Fatalf("X-Gateway-Model %q", got)
 	}
 }
+
+// A walk that parks a member after its 429 and then finds the last member
+// parked answers with the sooner of the two, not the later.
+func TestWalkAllParkedRetryAfterIsTheSoonest(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", status(429, "x", "Retry-After", "3"))
+	ta, tb := h.target("a", nil), h.target("b", nil)
+	tb.Park().ParkUntil(h.clk.now().Add(40 * time.Second))
+	rc, res := h.walk(chatCall(false), []*Target{ta, tb}, 5*time.Second, nil)
+	if rc.Response.StatusCode() != 429 || res.Class != ClassParked || hdr(rc, "Retry-After") != "3" {
+		t.Fatalf("status %d class %v Retry-After %q", rc.Response.StatusCode(), res.Class, hdr(rc, "Retry-After"))
+	}
+}
