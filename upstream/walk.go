@@ -101,12 +101,17 @@ func (NopObserver) StreamEnd(Result, time.Duration) {}
 //
 // The client's X-Request-Id (or the one the hot path already put on the
 // response) is forwarded; no other client header is, so the client's
-// Authorization and X-Gateway-Metadata never reach an upstream.
+// Authorization and X-Gateway-Metadata never reach an upstream. Every
+// attempt asks for Accept-Encoding: identity (bodies are relayed as is).
 //
 // For call.Stream, the first event is read before anything is written to
 // the client; once it arrives the stream is committed and relayed event by
 // event with a flush each (rc.SetBodyStreamWriter), holding the limiter
-// slot and the breaker ticket until it ends. call.Body and call.Model must
+// slot and the breaker ticket until it ends. A committed stream ends when
+// the upstream is silent, or the client accepts no bytes, for the target's
+// Timeout. A panic in the walk releases the member's slot and ticket and
+// propagates; one in the stream writer is recovered there (see
+// PanicObserver). call.Body and call.Model must
 // stay valid until Walk returns; Walk keeps nothing of them afterwards.
 func Walk(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline time.Time, obs Observer) Result {
 	return walkWith(rc, call, chain, deadline, obs, realClock)
