@@ -199,3 +199,15 @@ func TestColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestExampleConfigIsStrictClean keeps the shipped example honest: it must
+// load on a fresh machine and carry no lint finding, so a user who copies it
+// starts from a config that `validate -strict` accepts.
+func TestExampleConfigIsStrictClean(t *testing.T) {
+	path := filepath.Join("..", "config.example.yaml")
+	code, out, errOut := run(t, "validate", "-strict", "-config", path)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	wantLines(t, "stdout", out, path+": ok (5 rules, 6 targets)")
+}

@@ -278,10 +278,10 @@ func TestExampleConfigLoads(t *testing.T) {
 	}
 	rules, _ := cfg.RouterSpecs()
 	wantRules := []router.RuleSpec{
+		{Key: router.KeyMetadata, Field: "tier", Value: "gold", Chain: []int{3}},
 		{Key: router.KeyModel, Value: "gpt-4o", Chain: []int{0}},
 		{Key: router.KeyModelPrefix, Value: "claude-", Chain: []int{1, 2}},
 		{Key: router.KeyUser, Value: "vip", Chain: []int{0}},
-		{Key: router.KeyMetadata, Field: "tier", Value: "gold", Chain: []int{3}},
 		{Key: router.KeyModelPrefix, Value: "meta-llama/", Chain: []int{4, 5}},
 	}
 	if !reflect.DeepEqual(rules, wantRules) {
