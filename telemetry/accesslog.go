@@ -26,7 +26,8 @@ const (
 type Entry struct {
 	// RequestID is the X-Request-Id echoed or generated.
 	RequestID []byte
-	// Surface is the API surface.
+	// Surface is the API surface; SurfaceNone (logged "none") for a
+	// request on no API surface.
 	Surface router.Surface
 	// Model is the model id the client asked for (request input: written as
 	// an escaped JSON string, truncated to MaxModelBytes).
@@ -94,7 +95,7 @@ func (a *AccessLog) Log(e *Entry) {
 	model, cut := truncateUTF8(e.Model, MaxModelBytes)
 	reqID, _ := truncateUTF8(e.RequestID, MaxRequestIDBytes)
 	ev.Bytes("request_id", reqID).
-		Str("surface", e.Surface.String()).
+		Str("surface", surfaceLabel(e.Surface)).
 		Bytes("model", model)
 	if cut {
 		ev.Bool("model_truncated", true)

@@ -216,3 +216,18 @@ func TestAccessLogRuleNotRoutedIsNone(t *testing.T) {
 		t.Fatalf("rules: %v", lines)
 	}
 }
+
+// A request on no API surface is logged with surface "none"; any other
+// out-of-range surface with "unknown".
+func TestAccessLogSurfaceNone(t *testing.T) {
+	var buf bytes.Buffer
+	a := NewAccessLog(jsonLogger(t, "info", &buf))
+	a.Log(&Entry{Surface: SurfaceNone, Status: 404, Rule: RuleNotRouted, Class: upstream.ClassClient})
+	a.Log(&Entry{Surface: SurfaceNone + 1, Status: 404, Rule: RuleNotRouted, Class: upstream.ClassClient})
+	a.Log(&Entry{Surface: router.SurfaceImages, Status: 200})
+	lines := decodeLines(t, &buf)
+	if len(lines) != 3 || lines[0]["surface"] != "none" || lines[1]["surface"] != "unknown" ||
+		lines[2]["surface"] != "images" {
+		t.Fatalf("surfaces: %v", lines)
+	}
+}

@@ -45,7 +45,26 @@ const (
 	famReloadOK  = "switchyard_config_last_reload_success"
 	famReloadTS  = "switchyard_config_last_reload_timestamp_seconds"
 	famInfo      = "switchyard_config_info"
+	famPanics    = "switchyard_panics_total"
 )
+
+// SurfaceNone is the surface of a request that reached no API surface: an
+// unknown path, a wrong method on one of the gateway's own endpoints, or a
+// request fasthttp refused before its path could be read. It is labelled
+// "none" in switchyard_requests_total and in the access log; any other
+// out-of-range surface is labelled "unknown". Both keep the label bounded.
+const SurfaceNone = router.NumSurfaces
+
+// surfaceLabel is the label value (and access-log field) of surface s.
+func surfaceLabel(s router.Surface) string {
+	switch {
+	case s < router.NumSurfaces:
+		return s.String()
+	case s == SurfaceNone:
+		return "none"
+	}
+	return "unknown"
+}
 
 // durationBuckets are the upper bounds (seconds) of
 // switchyard_upstream_duration_seconds: from a fast embedding call to a
@@ -78,8 +97,12 @@ type Metrics struct {
 	targets atomic.Pointer[[]*upstream.Target]
 
 	// requests[surface][status slot], created on first use. The surface row
-	// router.NumSurfaces holds any out-of-range surface ("unknown").
-	requests [router.NumSurfaces + 1][statusSlots]atomic.Pointer[metrics.Counter]
+	// SurfaceNone holds requests on no API surface ("none"); the last row
+	// holds any other out-of-range surface ("unknown").
+	requests [router.NumSurfaces + 2][statusSlots]atomic.Pointer[metrics.Counter]
+
+	// panics counts panics recovered while serving (Panicked).
+	panics *metrics.Counter
 
 	reloads [numReloadResults]*metrics.Counter
 	cfg     configState // under mu
@@ -101,6 +124,7 @@ func NewMetrics() *Metrics {
 	for i, r := range reloadResults {
 		m.reloads[i] = m.set.NewCounter(seriesName(famReloads, "result", r))
 	}
+	m.panics = m.set.NewCounter(famPanics)
 	return m
 }
 
@@ -110,8 +134,8 @@ func NewMetrics() *Metrics {
 // same surface and status.
 func (m *Metrics) Request(surface router.Surface, status int) {
 	s := int(surface)
-	if s > int(router.NumSurfaces) {
-		s = int(router.NumSurfaces)
+	if s > int(SurfaceNone) {
+		s = int(SurfaceNone) + 1 // "unknown"
 	}
 	if status < 100 || status >= statusSlots {
 		status = 0
@@ -130,10 +154,19 @@ func (m *Metrics) requestSlow(p *atomic.Pointer[metrics.Counter], s router.Surfa
 	if status != 0 {
 		code = strconv.Itoa(status)
 	}
-	c := m.set.GetOrCreateCounter(seriesName(famRequests, "surface", s.String(), "status", code))
+	c := m.set.GetOrCreateCounter(seriesName(famRequests, "surface", surfaceLabel(s), "status", code))
 	p.Store(c)
 	return c
 }
+
+// Panic counts one panic recovered while serving a request
+// (switchyard_panics_total); the caller logs it. It does not allocate.
+//
+// Metrics deliberately does not implement upstream.PanicObserver: the
+// daemon counts every panic in its hotpath.Gateway.Panicked hook, which
+// hears of handler and stream-writer panics alike, so a PanicObserver
+// method here would count a stream writer's panic twice.
+func (m *Metrics) Panic() { m.panics.Inc() }
 
 // SetTargets makes ts the targets reported by the scrape-time gauges
 // (circuit state, parked, queue depth, in-flight) and creates their

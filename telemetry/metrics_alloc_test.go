@@ -27,6 +27,8 @@ func TestMetricsRequestPathDoesNotAllocate(t *testing.T) {
 		m.StreamEnd(res, time.Second)
 		m.Request(router.SurfaceChat, 200)
 		m.Request(router.SurfaceEmbeddings, 999)
+		m.Request(SurfaceNone, 404)
+		m.Panic()
 	}
 	events() // warm-up: creates the series
 	if n := testing.AllocsPerRun(1000, events); n != 0 {

@@ -87,8 +87,11 @@ func idleGauges(target string) map[string]float64 {
 	}
 }
 
-func reloadCounters(success, failure, unchanged float64) map[string]float64 {
+// fixedCounters is the counters every Metrics has from NewMetrics on: the
+// reload results and the panic counter (at 0 here).
+func fixedCounters(success, failure, unchanged float64) map[string]float64 {
 	return map[string]float64{
+		famPanics:                              0,
 		key(famReloads, "result", "success"):   success,
 		key(famReloads, "result", "failure"):   failure,
 		key(famReloads, "result", "unchanged"): unchanged,
@@ -97,7 +100,7 @@ func reloadCounters(success, failure, unchanged float64) map[string]float64 {
 
 func TestMetricsFreshHasOnlyReloadCounters(t *testing.T) {
 	m := quietMetrics()
-	diffSeries(t, switchyardSeries(t, scrape(t, m)), reloadCounters(0, 0, 0))
+	diffSeries(t, switchyardSeries(t, scrape(t, m)), fixedCounters(0, 0, 0))
 }
 
 func TestMetricsObserverEventsAndRequests(t *testing.T) {
@@ -134,7 +137,7 @@ func TestMetricsObserverEventsAndRequests(t *testing.T) {
 	m.Request(router.Surface(77), 200)        // unknown surface
 
 	want := merge(
-		reloadCounters(0, 0, 0),
+		fixedCounters(0, 0, 0),
 		idleGauges("openai"), idleGauges("anthropic"),
 		histogram("openai", 0.25, 0.0625, 0),
 		histogram("anthropic", 2, 500, 0),
@@ -160,6 +163,26 @@ func TestMetricsObserverEventsAndRequests(t *testing.T) {
 			key(famRequests, "surface", "unknown", "status", "200"):            1,
 		},
 	)
+	diffSeries(t, switchyardSeries(t, scrape(t, m)), want)
+}
+
+// TestMetricsPanicsAndSurfaceNone: Panic counts switchyard_panics_total,
+// and requests on no API surface get the bounded label "none", distinct
+// from an out-of-range surface's "unknown".
+func TestMetricsPanicsAndSurfaceNone(t *testing.T) {
+	m := quietMetrics()
+	m.Panic()
+	m.Panic()
+	m.Request(SurfaceNone, 404)
+	m.Request(SurfaceNone, 404)
+	m.Request(SurfaceNone, 413)
+	m.Request(SurfaceNone+1, 200)
+	want := merge(fixedCounters(0, 0, 0), map[string]float64{
+		famPanics: 2,
+		key(famRequests, "surface", "none", "status", "404"):    2,
+		key(famRequests, "surface", "none", "status", "413"):    1,
+		key(famRequests, "surface", "unknown", "status", "200"): 1,
+	})
 	diffSeries(t, switchyardSeries(t, scrape(t, m)), want)
 }
 
@@ -230,7 +253,7 @@ func TestMetricsTargetGaugesFollowLiveState(t *testing.T) {
 	}
 
 	got := switchyardSeries(t, scrape(t, m))
-	want := merge(reloadCounters(0, 0, 0),
+	want := merge(fixedCounters(0, 0, 0),
 		idleGauges("open"), idleGauges("half"), idleGauges("parked"), idleGauges("busy"),
 		histogram("open"), histogram("half"), histogram("parked"), histogram("busy"),
 		map[string]float64{
@@ -283,7 +306,7 @@ func TestMetricsReloadRemovesTargetSeries(t *testing.T) {
 	// counts.
 	b2 := newTarget(t, p, "b", 2)
 	m.SetTargets([]*upstream.Target{b2})
-	want := merge(reloadCounters(0, 0, 0), idleGauges("b"), histogram("b", 1),
+	want := merge(fixedCounters(0, 0, 0), idleGauges("b"), histogram("b", 1),
 		map[string]float64{
 			key(famAttempts, "target", "b", "outcome", "server"): 1,
 			key(famParks, "target", "b"):                         0,
@@ -388,7 +411,7 @@ func TestMetricsReloadSeries(t *testing.T) {
 	hash2 := "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 
 	m.Loaded(hash1, t0)
-	diffSeries(t, switchyardSeries(t, scrape(t, m)), merge(reloadCounters(0, 0, 0), map[string]float64{
+	diffSeries(t, switchyardSeries(t, scrape(t, m)), merge(fixedCounters(0, 0, 0), map[string]float64{
 		key(famInfo, "hash", "0123456789ab"): 1,
 		famReloadOK:                          1,
 		famReloadTS:                          1700000000.25,
@@ -396,7 +419,7 @@ func TestMetricsReloadSeries(t *testing.T) {
 
 	// A failed reload: the old config keeps serving, so its hash stays.
 	m.Reload(ReloadFailure, hash2, t0.Add(time.Minute))
-	diffSeries(t, switchyardSeries(t, scrape(t, m)), merge(reloadCounters(0, 1, 0), map[string]float64{
+	diffSeries(t, switchyardSeries(t, scrape(t, m)), merge(fixedCounters(0, 1, 0), map[string]float64{
 		key(famInfo, "hash", "0123456789ab"): 1,
 		famReloadOK:                          0,
 		famReloadTS:                          1700000060.25,
@@ -404,7 +427,7 @@ func TestMetricsReloadSeries(t *testing.T) {
 
 	m.Reload(ReloadSuccess, hash2, t0.Add(2*time.Minute))
 	m.Reload(ReloadUnchanged, hash2, t0.Add(3*time.Minute))
-	diffSeries(t, switchyardSeries(t, scrape(t, m)), merge(reloadCounters(1, 1, 1), map[string]float64{
+	diffSeries(t, switchyardSeries(t, scrape(t, m)), merge(fixedCounters(1, 1, 1), map[string]float64{
 		key(famInfo, "hash", "fedcba987654"): 1,
 		famReloadOK:                          1,
 		famReloadTS:                          1700000180.25,
@@ -458,7 +481,7 @@ func TestMetricsInstancesAreIndependent(t *testing.T) {
 	m1.Attempt(a, upstream.ClassOK, 200, time.Millisecond)
 	m1.Request(router.SurfaceChat, 200)
 	got := switchyardSeries(t, scrape(t, m2))
-	diffSeries(t, got, reloadCounters(0, 0, 0))
+	diffSeries(t, got, fixedCounters(0, 0, 0))
 }
 
 func TestMetricsConcurrentUse(t *testing.T) {
