@@ -36,7 +36,8 @@ func machine(now time.Time) harness.Machine {
 }
 
 // busyMachine reports whether the 1-minute load average (first field of
-// loadavg) shows other work: more than a quarter of the cores busy.
+// loadavg, read before the run) shows other work: more than a quarter of
+// the cores busy.
 func busyMachine(loadavg string) (bool, string) {
 	f := strings.Fields(loadavg)
 	if len(f) == 0 {

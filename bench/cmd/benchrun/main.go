@@ -125,8 +125,8 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	b.idle()
 	b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Whole run took %s.", time.Since(start).Round(time.Second)))
 	if busy, at := busyMachine(b.rep.Machine.LoadAvg); busy {
-		b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Other processes were running: 1-minute load average %s at the start, %s at the end, on %d cores. Treat tail latencies (and the pass/miss lines) as noisy; rerun on an idle machine.",
-			at, firstField(machine(time.Now()).LoadAvg), b.rep.Machine.Cores))
+		b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Other processes were running: 1-minute load average %s before the run on %d cores. Treat tail latencies (and the pass/miss lines) as noisy; rerun on an idle machine.",
+			at, b.rep.Machine.Cores))
 	}
 
 	fmt.Println()
@@ -217,13 +217,6 @@ func inRoot(root, p string) string {
 		return p
 	}
 	return filepath.Join(root, p)
-}
-
-func firstField(s string) string {
-	if f := strings.Fields(s); len(f) > 0 {
-		return f[0]
-	}
-	return s
 }
 
 func spacing(d time.Duration) string {

@@ -26,8 +26,8 @@ func (b *bench) sweep() {
 	b.rep.SweepBaseline = seriesBare
 	b.rep.SweepFor = map[string]string{rowSy1: seriesSy1, rowSy10k: seriesSy10k}
 	b.rep.Method = append(b.rep.Method, fmt.Sprintf(
-		"Latency vs offered load: open loop at 10/30/50/70/90%% of the bare proxy's closed-loop throughput (%.0f req/s), %v per step and proxy (twice that at 50%%, where p99 added is checked), proxies alternating at each step, up to %d connections; latency counts from the moment a request was due, so queueing is included.",
-		sat, b.o.sweepStep, b.o.conns))
+		"Latency vs offered load: open loop at 10/30/50/70/90%% of the bare proxy's closed-loop throughput (%.0f req/s), %v per step and proxy (twice that at 50%%, where p99 added is checked) taken as %d slices alternating between the proxies, up to %d connections; latency counts from the moment a request was due, so queueing is included.",
+		sat, b.o.sweepStep, rounds, b.o.conns))
 
 	type contestant struct {
 		series harness.Series
@@ -63,24 +63,39 @@ func (b *bench) sweep() {
 		// Warm the proxy (connection pools, heap) before the first step.
 		_, _ = load.Run(b.ctx, load.Config{URL: c.url, Body: c.body, Headers: authHeader, Connections: b.o.conns, Duration: b.o.warmup})
 	}
-	// Steps alternate between the proxies at each rate, so background load
-	// falls on all of them alike.
-	for i, rate := range rates {
-		for j := range cs {
-			c := cs[(i+j)%len(cs)]
-			if c.only > 0 && c.only != rate {
+	// At each rate the proxies take turns in short slices (like compare),
+	// so background load falls on all of them alike; a point merges its
+	// slices.
+	for _, rate := range rates {
+		d := b.o.sweepStep
+		if rate == b.rep.HalfRate {
+			d *= 2 // the step the p99 target is checked at
+		}
+		merged := make([]*load.Result, len(cs))
+		for r := range rounds {
+			for j := range cs {
+				k := (j + r) % len(cs)
+				c := cs[k]
+				if c.only > 0 && c.only != rate {
+					continue
+				}
+				res, err := load.Run(b.ctx, load.Config{
+					URL: c.url, Body: c.body, Headers: authHeader, Connections: b.o.conns,
+					Duration: d / rounds, Rate: rate, Timeout: 30 * time.Second,
+				})
+				if err != nil {
+					return
+				}
+				if merged[k] == nil {
+					merged[k] = &load.Result{Rate: rate}
+				}
+				merged[k].Merge(res)
+			}
+		}
+		for k, c := range cs {
+			res := merged[k]
+			if res == nil {
 				continue
-			}
-			d := b.o.sweepStep
-			if rate == b.rep.HalfRate {
-				d *= 2 // the step the p99 target is checked at
-			}
-			res, err := load.Run(b.ctx, load.Config{
-				URL: c.url, Body: c.body, Headers: authHeader, Connections: b.o.conns,
-				Duration: d, Rate: rate, Timeout: 30 * time.Second,
-			})
-			if err != nil {
-				return
 			}
 			c.series.Points = append(c.series.Points, harness.Point{Offered: rate, Result: res})
 			b.log.Info().Str("series", c.series.Name).Float64("offered", rate).Float64("achieved", math.Round(res.Throughput())).
