@@ -168,18 +168,22 @@ func (tr *tracker) emit() {
 // when the request was refused before routing; model is nil when the body
 // was not read. Error paths may allocate.
 func (g *Gateway) finishEarly(rc *fasthttp.RequestCtx, s router.Surface, rule int, model []byte) {
-	if g.Finished == nil {
-		return
+	if g.Finished != nil {
+		g.finishRefused(rc, s, rule, model, time.Since(rc.Time()))
 	}
-	status := rc.Response.StatusCode()
+}
+
+// finishRefused reports an answered request that no walk served, with the
+// given latency, to Finished (which must be set).
+func (g *Gateway) finishRefused(rc *fasthttp.RequestCtx, s router.Surface, rule int, model []byte, latency time.Duration) {
 	e := telemetry.Entry{
 		RequestID: rc.Response.Header.Peek(headerRequestID),
 		Surface:   s,
 		Model:     model,
 		Rule:      rule,
-		Status:    status,
+		Status:    rc.Response.StatusCode(),
 		Class:     upstream.ClassClient,
-		Latency:   time.Since(rc.Time()),
+		Latency:   latency,
 	}
 	g.Finished(&e)
 }

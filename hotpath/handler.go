@@ -83,15 +83,27 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	// every connection of the process down. An open-coded defer costs
 	// next to nothing on the fast path.
 	defer g.recoverPanic(rc)
+	// Every answer carries an X-Request-Id, probes' included.
+	setRequestID(rc)
+	// Finished records (the access log and switchyard_requests_total): every
+	// answer gets exactly one, except a GET or HEAD of the gateway's own
+	// endpoints (/v1/models, /healthz, /readyz, /metrics). Those are probes,
+	// scrapes and model listings that would swamp the log and the request
+	// counters; they are neither logged nor counted. A wrong method on them,
+	// an unknown path and a wrong method on an API path are recorded with
+	// Rule telemetry.RuleNotRouted (surface telemetry.SurfaceNone off the
+	// API paths), as are requests fasthttp refuses (see errorHandler).
 	r := routeOf(rc.Path())
 	if r == routeUnknown {
 		writeError(rc, fasthttp.StatusNotFound, "unknown path "+strconv.Quote(string(rc.Path())),
 			upstream.TypeInvalidRequest, upstream.CodeNotFound)
+		g.finishEarly(rc, telemetry.SurfaceNone, telemetry.RuleNotRouted, nil)
 		return
 	}
 	if s, ok := r.surface(); ok {
 		if !rc.IsPost() {
 			methodNotAllowed(rc, "POST")
+			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
 		}
 		g.proxy(rc, s)
@@ -101,6 +113,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	// serves as a GET without a body).
 	if !rc.IsGet() && !rc.IsHead() {
 		methodNotAllowed(rc, "GET, HEAD")
+		g.finishEarly(rc, telemetry.SurfaceNone, telemetry.RuleNotRouted, nil)
 		return
 	}
 	switch r {
@@ -152,8 +165,8 @@ type scratch struct {
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
 
 // proxy serves one API request on surface s: peek, route, walk, write.
+// Handler has set X-Request-Id.
 func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
-	setRequestID(rc)
 	st := g.Load() // once: the whole request runs on this config
 	if st == nil {
 		writeNoConfig(rc)

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -90,8 +91,30 @@ func (g *Gateway) headerReceived(*fasthttp.RequestHeader) fasthttp.RequestConfig
 }
 
 // errorHandler renders an error fasthttp met while reading a request; the
-// connection is closed after the answer.
+// connection is closed after the answer. Like every answer it carries an
+// X-Request-Id (the client's when its headers were read and the id is
+// valid, else a generated one) and gets one Finished record, with Rule
+// telemetry.RuleNotRouted and the surface of its path when the headers were
+// read and name an API path (a body over the limit), else
+// telemetry.SurfaceNone (fasthttp resets unreadable headers). Unlike the
+// handler's, refusals on the gateway's own endpoints are recorded too: a
+// probe never sends an oversized or malformed request. The record's latency
+// is 0: fasthttp does not say when such a request began (rc.Time is that of
+// the connection's previous request, if any).
 func (g *Gateway) errorHandler(rc *fasthttp.RequestCtx, err error) {
+	setRequestID(rc)
+	g.writeReadError(rc, err)
+	if g.Finished != nil {
+		s := telemetry.SurfaceNone
+		if as, ok := routeOf(rc.Path()).surface(); ok {
+			s = as
+		}
+		g.finishRefused(rc, s, telemetry.RuleNotRouted, nil, 0)
+	}
+}
+
+// writeReadError writes the OpenAI-shaped answer to a read error.
+func (g *Gateway) writeReadError(rc *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var netErr net.Error
 	switch {
