@@ -126,7 +126,7 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	d.gw = hotpath.New(st)
-	d.tel.attach(d.gw)
+	d.tel.attach(d.gw, log)
 	d.tel.targets(st)
 	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()})
 	log.Info().Str("file", cfgPath).Str("config_hash", d.hash).

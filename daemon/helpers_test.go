@@ -70,6 +70,13 @@ func startDaemon(t *testing.T, path string, logs io.Writer) (*Daemon, string) {
 	if err != nil {
 		t.Fatalf("New: %v\nlogs:\n%v", err, logs)
 	}
+	return d, serveDaemon(t, d)
+}
+
+// serveDaemon serves d on the address it was built for and drains it at
+// the end of the test; it returns the base URL.
+func serveDaemon(t *testing.T, d *Daemon) string {
+	t.Helper()
 	ln, err := d.Listen()
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +93,7 @@ func startDaemon(t *testing.T, path string, logs io.Writer) (*Daemon, string) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return d, "http://" + d.Addr().String()
+	return "http://" + d.Addr().String()
 }
 
 // newClient returns an HTTP client with keep-alive connections, bounded.

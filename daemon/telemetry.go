@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -29,8 +30,9 @@ func newTelemetry(cfg *config.Config, log zerolog.Logger) tele {
 	return t
 }
 
-// attach sets the Gateway's hooks; call before serving.
-func (t tele) attach(g *hotpath.Gateway) {
+// attach sets the Gateway's hooks; call before serving. log receives one
+// error line per recovered panic.
+func (t tele) attach(g *hotpath.Gateway, log zerolog.Logger) {
 	g.Observer = t.metrics
 	g.Metrics = t.metrics.Handler
 	m, access := t.metrics, t.access
@@ -38,6 +40,22 @@ func (t tele) attach(g *hotpath.Gateway) {
 		m.Request(e.Surface, e.Status)
 		access.Log(e)
 	}
+	g.Panicked = func(v any, stack []byte) { logPanic(log, m, v, stack) }
+}
+
+// logPanic reports a panic recovered while serving a request (a gateway
+// bug): one error line with the panic value and the goroutine's stack, and
+// switchyard_panics_total. It is hotpath.Gateway.Panicked, which hears of
+// panics in the handler and in committed streams' writers alike (upstream's
+// PanicObserver reaches it through the Gateway's per-request tracker), so
+// each panic is counted once. Nothing of the request is logged — no
+// header, no body, no model — only what the panic itself carries. It must
+// not panic: a value whose String or Error method panics is rendered by
+// fmt as a "PANIC=" note instead.
+func logPanic(log zerolog.Logger, m *telemetry.Metrics, v any, stack []byte) {
+	m.Panic()
+	log.Error().Str("panic", fmt.Sprint(v)).Bytes("stack", stack).
+		Msg("BUG: panic while serving a request")
 }
 
 // targets publishes the targets of st (at start and after each swap).
