@@ -22,7 +22,12 @@ import (
 func TestObservabilityAfterTraffic(t *testing.T) {
 	good := startMock(t, mock.Options{Name: "good", StreamEvents: 3})
 	bad := startMock(t, mock.Options{Name: "bad", FailRate: 1, FailStatus: 503})
-	lim := startMock(t, mock.Options{Name: "lim", FailRate: 1, FailStatus: 429})
+	// lim's 429 asks for Retry-After: 60 (the longest park, MaxPark): with
+	// no Retry-After the park would be DefaultPark (5 s), and under load
+	// (-race, shared cores) the scrape below could come after it ended,
+	// reading switchyard_target_parked{target="lim"} 0.
+	lim := startMock(t, mock.Options{Name: "lim"})
+	lim.Fail(mock.Failure{Status: 429, RetryAfter: 60})
 	const (
 		keyA   = "sk-FAKEKEY-good-7f3a9c"
 		keyBad = "sk-FAKEKEY-bad-51e0d2"
@@ -79,7 +84,10 @@ targets:
 	if r := d.Reload(); r != ReloadUnchanged {
 		t.Fatalf("reload: %s", r)
 	}
-	waitFor(t, 2*time.Second, "six access lines", func() bool {
+	// The stream's line comes when its writer ends, after the client read
+	// the last byte; allow a loaded machine time for it (the count must
+	// still be exactly six).
+	waitFor(t, 10*time.Second, "six access lines", func() bool {
 		return strings.Count(logs.String(), `"message":"request"`) == 6
 	})
 
@@ -118,6 +126,8 @@ targets:
 		`switchyard_config_info{hash="` + d.hash[:12] + `"} 1`,
 		`switchyard_config_last_reload_success 1`,
 		`switchyard_config_last_reload_timestamp_seconds `,
+		// no bug hit
+		`switchyard_panics_total 0`,
 	} {
 		if !strings.Contains("\n"+metrics, "\n"+series) {
 			t.Errorf("/metrics lacks %s", series)
