@@ -178,8 +178,13 @@ func TestProcStartPinnedAndMeasured(t *testing.T) {
 		t.Skip("no /bin/sh")
 	}
 	ctx := context.Background()
+	allowed, err := AllowedCPUs()
+	if err != nil || len(allowed) == 0 {
+		t.Fatalf("allowed CPUs %v %v", allowed, err)
+	}
+	cpu := allowed[len(allowed)-1]
 	p, err := Start(ctx, "/bin/sh", []string{"-c", "echo listening http://127.0.0.1:9; echo oops >&2; exec sleep 30"},
-		StartOptions{CPUs: []int{0}, WaitListening: true})
+		StartOptions{CPUs: []int{cpu}, WaitListening: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,8 +196,9 @@ func TestProcStartPinnedAndMeasured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(st), "Cpus_allowed_list:\t0\n") {
-		t.Fatalf("child not pinned to CPU 0:\n%s", st)
+	pinned := "Cpus_allowed_list:\t" + strconv.Itoa(cpu) + "\n"
+	if !strings.Contains(string(st), pinned) {
+		t.Fatalf("child not pinned to CPU %d:\n%s", cpu, st)
 	}
 	if rss, err := MemStatus(p.PID(), "VmHWM"); err != nil || rss <= 0 {
 		t.Fatalf("VmHWM %d %v", rss, err)
@@ -202,7 +208,7 @@ func TestProcStartPinnedAndMeasured(t *testing.T) {
 	}
 	// The pinning does not leak: a child started without CPUs afterwards
 	// (from whichever thread) may run anywhere.
-	if runtime.NumCPU() > 1 {
+	if len(allowed) > 1 {
 		for range 20 {
 			q, err := Start(ctx, "/bin/sh", []string{"-c", "exec sleep 30"}, StartOptions{})
 			if err != nil {
@@ -210,7 +216,7 @@ func TestProcStartPinnedAndMeasured(t *testing.T) {
 			}
 			st, _ := os.ReadFile("/proc/" + strconv.Itoa(q.PID()) + "/status")
 			q.Stop()
-			if strings.Contains(string(st), "Cpus_allowed_list:\t0\n") {
+			if strings.Contains(string(st), pinned) {
 				t.Fatal("an unpinned child inherited the pinning")
 			}
 		}

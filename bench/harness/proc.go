@@ -267,6 +267,21 @@ func PinSelf(cpus []int) error {
 	return nil
 }
 
+// AllowedCPUs lists the CPUs this process may run on, in order.
+func AllowedCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, err
+	}
+	var cpus []int
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
 func cpuSet(cpus []int) *unix.CPUSet {
 	var set unix.CPUSet
 	for _, c := range cpus {

@@ -153,12 +153,16 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 func (b *bench) setupPinning() {
 	runtime.GOMAXPROCS(1)
 	method := &b.rep.Method
-	if b.o.pin && runtime.NumCPU() >= 2 {
-		if err := harness.PinSelf([]int{1}); err != nil {
+	allowed, err := harness.AllowedCPUs()
+	if err != nil {
+		b.log.Warn().Err(err).Msg("cannot read CPU affinity; running unpinned")
+	}
+	if b.o.pin && len(allowed) >= 2 {
+		if err := harness.PinSelf(allowed[1:2]); err != nil {
 			b.log.Warn().Err(err).Msg("cannot pin; running unpinned")
 		} else {
-			b.proxyCPUs, b.sideCPUs = []int{0}, []int{1}
-			*method = append(*method, "Placement: the proxy under test (bare proxy or Switchyard) alone on CPU 0 with GOMAXPROCS=1; mock upstreams and the load driver on CPU 1, each GOMAXPROCS=1 (sched_setaffinity). Every proxy gets the same single core; \"proxy CPU busy\" near 100% means the proxy was the bottleneck, lower means the driver/mock side was.")
+			b.proxyCPUs, b.sideCPUs = allowed[0:1], allowed[1:2]
+			*method = append(*method, fmt.Sprintf("Placement: the proxy under test (bare proxy or Switchyard) alone on CPU %d with GOMAXPROCS=1; mock upstreams and the load driver on CPU %d, each GOMAXPROCS=1 (sched_setaffinity).", b.proxyCPUs[0], b.sideCPUs[0])+" Every proxy gets the same single core; \"proxy CPU busy\" near 100% means the proxy was the bottleneck, lower means the driver/mock side was.")
 		}
 	}
 	if b.proxyCPUs == nil {
