@@ -168,6 +168,12 @@ func TestTargetChecks(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
 	}
+	if got := formatRatio(1.1503, TargetCPU); got != "1.150×" {
+		t.Errorf("ratio next to the target printed %q", got)
+	}
+	if got := formatRatio(0.93, TargetThroughput); got != "0.93×" {
+		t.Errorf("ratio printed %q", got)
+	}
 	if d, ok := good.CPUPerRequest(); !ok || d < 11052*time.Nanosecond || d > 11053*time.Nanosecond {
 		t.Errorf("CPU/request %v", d)
 	}

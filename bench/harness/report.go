@@ -255,7 +255,7 @@ func throughputCheck(r *Row) string {
 		return "n/a"
 	}
 	ratio := r.Result.Throughput() / r.Bare.Result.Throughput()
-	return fmt.Sprintf("%.2f× %s", ratio, passMiss(ratio >= TargetThroughput))
+	return formatRatio(ratio, TargetThroughput) + " " + passMiss(ratio >= TargetThroughput)
 }
 
 func cpuCheck(r *Row) string {
@@ -265,7 +265,7 @@ func cpuCheck(r *Row) string {
 		return "n/a"
 	}
 	ratio := float64(mine) / float64(base)
-	return fmt.Sprintf("%.2f× %s", ratio, passMiss(ratio <= TargetCPU))
+	return formatRatio(ratio, TargetCPU) + " " + passMiss(ratio <= TargetCPU)
 }
 
 func (rep *Report) p99Check(r *Row) string {
@@ -274,6 +274,15 @@ func (rep *Report) p99Check(r *Row) string {
 		return "not measured"
 	}
 	return fmt.Sprintf("%s %s", FormatSignedDuration(d), passMiss(d <= TargetP99Added))
+}
+
+// formatRatio prints a ratio with two decimals, or three when two would
+// round it onto the target and hide which side of it the ratio is.
+func formatRatio(ratio, target float64) string {
+	if math.Abs(ratio-target) < 0.005 {
+		return fmt.Sprintf("%.3f×", ratio)
+	}
+	return fmt.Sprintf("%.2f×", ratio)
 }
 
 func passMiss(ok bool) string {
