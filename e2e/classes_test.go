@@ -157,22 +157,23 @@ func TestWholeChainFails(t *testing.T) {
 
 // A stream that fails after its first byte is committed: the client has
 // what was sent so far, then an error frame and no [DONE]; bedrock is not
-// called. The role chunk the gateway sends for message_start is such a
-// byte, so an error right after message_start is no longer failed over.
+// called. The first byte is the first content: text here.
 func TestStreamFailureAfterFirstByte(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		kind int
 		sent string // text the client must have before the error frame
 	}{
-		{"after a text delta", failSSEAfter, "Hello"},
-		{"after message_start", failSSEAfterStart, `"role":"assistant"`},
+		{"after a text delta", failSSEAfter, `"content":"Hello"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.anth.failWith(&anthropicFailure{kind: tc.kind, typ: "overloaded_error", msg: "Overloaded"})
 			status, h, body := e.rawChat(t, claudeModel, true)
 			wantCommittedFailure(t, status, h, body, tc.sent)
+			if !strings.Contains(body, `"role":"assistant"`) {
+				t.Errorf("the role chunk is missing from a stream that sent text: %q", body)
+			}
 			wantHeaders(t, h, "anthropic", "anthropic", claudeModel, "1", "1")
 			e.wantCalls(t, 0, 1, 0, 0)
 
@@ -183,6 +184,41 @@ func TestStreamFailureAfterFirstByte(t *testing.T) {
 			e.wantCalls(t, 0, 2, 0, 0)
 		})
 	}
+}
+
+// An error event after message_start but before any content (where real
+// Anthropic streams fail with overloaded_error) comes before the first
+// byte: the role chunk is held back with it, nothing is committed, and the
+// chain fails over to bedrock, whose stream the client gets whole.
+func TestStreamFailureBeforeContent(t *testing.T) {
+	t.Run("after message_start", func(t *testing.T) {
+		e := newEnv(t)
+		e.anth.failWith(&anthropicFailure{kind: failSSEAfterStart, typ: "overloaded_error", msg: "Overloaded"})
+		status, h, body := e.rawChat(t, claudeModel, true)
+		if status != http.StatusOK || !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("status %d content type %q: %s", status, h.Get("Content-Type"), body)
+		}
+		wantHeaders(t, h, "bedrock", "bedrock", bedrockModelID, "2", "1")
+		e.wantCalls(t, 0, 1, 1, 0)
+		data := sseData(body)
+		if len(data) < 2 || data[len(data)-1] != "[DONE]" {
+			t.Fatalf("stream does not end with data: [DONE]: %q", body)
+		}
+		if strings.Contains(body, `"error"`) || strings.Contains(body, "Overloaded") {
+			t.Errorf("anthropic's failure reached the client: %q", body)
+		}
+		if n := strings.Count(body, `"role":"assistant"`); n != 1 {
+			t.Errorf("%d role chunks, want bedrock's one: %q", n, body)
+		}
+
+		// openai-go reads bedrock's answer whole.
+		r := e.chat(t, chatParams(claudeModel), true)
+		if r.err != nil || r.content != bedrockText() {
+			t.Errorf("openai-go: content %q, err %v; want %q", r.content, r.err, bedrockText())
+		}
+		wantHeaders(t, r.header, "bedrock", "bedrock", bedrockModelID, "2", "1")
+		e.wantCalls(t, 0, 2, 2, 0)
+	})
 }
 
 // wantCommittedFailure checks a stream answered 200 whose data frames
@@ -237,6 +273,21 @@ func TestBedrockStreamExceptions(t *testing.T) {
 			e.wantCalls(t, 0, 1, 1, 0)
 		})
 	}
+	// messageStart alone is not a first byte: an exception right after it
+	// is answered as a plain error too.
+	t.Run("after messageStart", func(t *testing.T) {
+		e := newEnv(t)
+		e.anth.failWith(overloaded)
+		e.bed.failWith(&bedrockFailure{exception: "throttlingException", streamAfter: 0, msg: "bedrock is busy"})
+		r := e.chat(t, chatParams(claudeModel), true)
+		ae := apiError(t, r.err)
+		if ae.StatusCode != 429 || ae.Code != "rate_limit_exceeded" {
+			t.Errorf("got %d %q, want 429 rate_limit_exceeded", ae.StatusCode, ae.Code)
+		}
+		wantOpenAIEnvelope(t, ae.RawJSON())
+		wantHeaders(t, r.header, "bedrock", "bedrock", bedrockModelID, "2", "1")
+		e.wantCalls(t, 0, 1, 1, 0)
+	})
 	t.Run("after text", func(t *testing.T) {
 		e := newEnv(t)
 		e.anth.failWith(overloaded)

@@ -16,14 +16,20 @@ func (anthropicAdapter) NewStream(c *Call) StreamDecoder {
 const maxToolBlocks = 1024
 
 // anthropicStream translates Messages SSE events into chat.completion.chunk
-// frames, one event at a time: nothing is held back beyond the event being
-// read. Not safe for concurrent use.
+// frames, one event at a time. The one thing held back is the role chunk
+// of message_start: it leaves together with the first frame that carries
+// content (text, a tool call, the finish, the end). The walk commits a
+// stream at the first frame Next returns, so an error event before any
+// content (Anthropic's overloaded_error typically comes right after
+// message_start) is returned with no frame and stays failover-safe
+// (SPEC §4.6). Not safe for concurrent use.
 type anthropicStream struct {
 	cw    chunkWriter
 	sse   sseReader
 	tools []int16 // content block index → tool call index, -1 = not a tool
 	ntool int
 	usage usage
+	role  bool // message_start seen, its role chunk not yet sent
 	done  bool
 }
 
@@ -41,10 +47,32 @@ func (d *anthropicStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		if dst, err = d.event(dst, data); err != nil || len(dst) > start {
+		if dst, err = d.withRole(dst, start, data); err != nil || len(dst) > start {
 			return dst, err
 		}
 	}
+}
+
+// withRole translates one event, preceded by the held role chunk when the
+// event produces a frame. A failure drops everything appended since start
+// (the role chunk is all there can be), so it reaches the walk with no
+// frame; an event that produces nothing leaves the role held.
+func (d *anthropicStream) withRole(dst []byte, start int, data []byte) ([]byte, error) {
+	if !d.role {
+		return d.event(dst, data)
+	}
+	mark := len(dst)
+	dst = d.cw.role(dst)
+	held := len(dst)
+	dst, err := d.event(dst, data)
+	switch {
+	case err != nil && err != io.EOF:
+		return dst[:start], err
+	case len(dst) == held && err == nil:
+		return dst[:mark], nil
+	}
+	d.role = false
+	return dst, err
 }
 
 // event translates one event's data into zero or more frames.
@@ -64,7 +92,9 @@ func (d *anthropicStream) event(dst, data []byte) ([]byte, error) {
 		d.cw.id = strings.Clone(id)
 		d.usage = anthropicUsage(m.Get("usage"))
 		d.usage.completion = 0 // counted by message_delta
-		return d.cw.role(dst), nil
+		// The role chunk leaves with the first frame that carries content.
+		d.role = true
+		return dst, nil
 	case "content_block_start":
 		cb := v.Get("content_block")
 		switch t, _ := jsonStr(cb.Get("type")); t {

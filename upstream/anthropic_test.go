@@ -365,7 +365,8 @@ func TestAnthropicErrorGolden(t *testing.T) {
 }
 
 // A stream must be translated event by event: the first frame is available
-// while the upstream has sent nothing more.
+// while the upstream has sent nothing more. The role chunk of message_start
+// is held back (ping carries nothing either) and leaves with the first text.
 func TestAnthropicStreamDoesNotBuffer(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pr.Close()
@@ -373,16 +374,18 @@ func TestAnthropicStreamDoesNotBuffer(t *testing.T) {
 		pw.Write([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"usage\":{\"input_tokens\":1}}}\n\n"))
 		pw.Write([]byte("event: ping\ndata: {\"type\": \"ping\"}\n\n"))
 		pw.Write([]byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"A\"}}\n\n"))
-		// The writer blocks here until the test has read both frames.
+		// The writer blocks here until the test has read the first frame.
+		pw.Write([]byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"B\"}}\n\n"))
 	}()
 	dec := newAnthropicAdapter().NewStream(&Call{Surface: router.SurfaceChat, Stream: true, Model: []byte("v"), Body: []byte(`{}`)})
 	r := bufio.NewReader(pr)
 	out, err := dec.Next(nil, r)
-	if err != nil || !bytes.Contains(out, []byte(`"role":"assistant"`)) {
-		t.Fatalf("first Next: %q, %v", out, err)
+	role, a := bytes.Index(out, []byte(`"role":"assistant"`)), bytes.Index(out, []byte(`"content":"A"`))
+	if err != nil || role < 0 || a < role || bytes.Count(out, []byte("data: ")) != 2 {
+		t.Fatalf("first Next: %q, %v; want the role chunk, then A", out, err)
 	}
 	out, err = dec.Next(nil, r)
-	if err != nil || !bytes.Contains(out, []byte(`"content":"A"`)) {
+	if err != nil || !bytes.Contains(out, []byte(`"content":"B"`)) || bytes.Contains(out, []byte(`"role"`)) {
 		t.Fatalf("second Next: %q, %v", out, err)
 	}
 }
@@ -451,5 +454,70 @@ func TestAdaptersRegistered(t *testing.T) {
 		if f().Surfaces() != 1<<router.SurfaceChat {
 			t.Errorf("%s: wrong adapter registered", name)
 		}
+	}
+}
+
+// The role chunk of message_start is held back until the first frame with
+// content, so that an error before any content reaches the walk from the
+// first Next with no frame (before the commit: failover-safe, SPEC §4.6).
+// Events without content (ping, an empty text block) keep it held; dst's
+// earlier bytes are never touched.
+func TestAnthropicStreamHoldsRoleUntilContent(t *testing.T) {
+	const (
+		start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"usage\":{\"input_tokens\":1}}}\n\n"
+		ping  = "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+		block = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+		text  = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"
+		tool  = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{}}}\n\n"
+		delta = "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":0}}\n\n"
+		stop  = "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	)
+	errEvent := func(typ string) string {
+		return "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"" + typ + "\",\"message\":\"m\"}}\n\n"
+	}
+	prefix := []byte("data: earlier\n\n")
+	for _, tc := range []struct {
+		name   string
+		sse    string
+		class  Class // for an error: its class from the first Next
+		status int
+		with   string // else: what the first frame after the role chunk holds
+		eof    bool
+	}{
+		{"overloaded after start", start + errEvent("overloaded_error"), ClassServer, 529, "", false},
+		{"overloaded after ping and empty block", start + ping + block + ping + errEvent("overloaded_error"), ClassServer, 529, "", false},
+		{"rate limit after start", start + errEvent("rate_limit_error"), ClassRateLimited, 429, "", false},
+		{"api error after start", start + ping + errEvent("api_error"), ClassServer, 500, "", false},
+		{"truncated after start", start + ping, ClassTransport, 0, "", false},
+		{"text", start + ping + block + text, 0, 0, `"content":"Hi"`, false},
+		{"tool_use", start + tool, 0, 0, `"name":"f"`, false},
+		{"stop reason", start + delta, 0, 0, `"finish_reason":"stop"`, false},
+		{"end", start + stop, 0, 0, "data: [DONE]\n\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dec := newAnthropicAdapter().NewStream(&Call{Surface: router.SurfaceChat, Stream: true, Model: []byte("v"), Body: []byte(`{}`)})
+			out, err := dec.Next(append([]byte(nil), prefix...), bufio.NewReader(strings.NewReader(tc.sse)))
+			if !bytes.HasPrefix(out, prefix) {
+				t.Fatalf("dst's earlier bytes changed: %q", out)
+			}
+			got := out[len(prefix):]
+			if tc.with == "" {
+				var se *StreamError
+				if !errors.As(err, &se) || se.Class != tc.class || (tc.status != 0 && se.Status != tc.status) {
+					t.Fatalf("first Next: %v, want a %v *StreamError (status %d)", err, tc.class, tc.status)
+				}
+				if len(got) != 0 {
+					t.Fatalf("first Next appended %q with the error, want nothing", got)
+				}
+				return
+			}
+			if tc.eof != (err == io.EOF) || (!tc.eof && err != nil) {
+				t.Fatalf("first Next: %v", err)
+			}
+			role := bytes.Index(got, []byte(`"role":"assistant"`))
+			if role < 0 || bytes.Count(got, []byte(`"role"`)) != 1 || bytes.Index(got, []byte(tc.with)) < role {
+				t.Fatalf("first Next: %q, want one role chunk, then %s", got, tc.with)
+			}
+		})
 	}
 }

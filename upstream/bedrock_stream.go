@@ -17,14 +17,18 @@ func (bedrockAdapter) NewStream(c *Call) StreamDecoder {
 }
 
 // bedrockStream translates ConverseStream events into
-// chat.completion.chunk frames one event at a time. Not safe for
-// concurrent use.
+// chat.completion.chunk frames one event at a time. As for Anthropic, the
+// role chunk of messageStart is held back until the first frame that
+// carries content, so an exception before any content reaches the walk
+// with no frame, before the commit, and fails over (SPEC §4.6). Not safe
+// for concurrent use.
 type bedrockStream struct {
 	cw      chunkWriter
 	dec     *eventstream.Decoder
 	payload []byte // reused payload buffer
 	tools   []int16
 	ntool   int
+	role    bool // messageStart seen, its role chunk not yet sent
 	stopped bool // messageStop seen: the answer is complete
 	done    bool
 }
@@ -39,7 +43,8 @@ func (d *bedrockStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 		msg, err := d.dec.Decode(r, d.payload[:0])
 		if err != nil {
 			if err == io.EOF && d.stopped {
-				// metadata is optional after messageStop.
+				// metadata is optional after messageStop (which sent
+				// the role chunk).
 				d.done = true
 				return append(dst, doneFrame...), io.EOF
 			}
@@ -53,10 +58,32 @@ func (d *bedrockStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 		if cap(msg.Payload) > cap(d.payload) {
 			d.payload = msg.Payload[:0]
 		}
-		if dst, err = d.message(dst, &msg); err != nil || len(dst) > start {
+		if dst, err = d.withRole(dst, start, &msg); err != nil || len(dst) > start {
 			return dst, err
 		}
 	}
+}
+
+// withRole translates one message, preceded by the held role chunk when
+// the message produces a frame. A failure drops everything appended since
+// start (the role chunk is all there can be), so it reaches the walk with
+// no frame; a message that produces nothing leaves the role held.
+func (d *bedrockStream) withRole(dst []byte, start int, m *eventstream.Message) ([]byte, error) {
+	if !d.role {
+		return d.message(dst, m)
+	}
+	mark := len(dst)
+	dst = d.cw.role(dst)
+	held := len(dst)
+	dst, err := d.message(dst, m)
+	switch {
+	case err != nil && err != io.EOF:
+		return dst[:start], err
+	case len(dst) == held && err == nil:
+		return dst[:mark], nil
+	}
+	d.role = false
+	return dst, err
 }
 
 func headerString(m *eventstream.Message, name string) string {
@@ -87,7 +114,9 @@ func (d *bedrockStream) message(dst []byte, m *eventstream.Message) ([]byte, err
 	}
 	switch headerString(m, ":event-type") {
 	case "messageStart":
-		return d.cw.role(dst), nil
+		// The role chunk leaves with the first frame that carries content.
+		d.role = true
+		return dst, nil
 	case "contentBlockStart":
 		tu := v.Get("start", "toolUse")
 		idx := v.GetInt("contentBlockIndex")

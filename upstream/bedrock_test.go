@@ -287,3 +287,61 @@ func TestBedrockRegionFromHost(t *testing.T) {
 		t.Errorf("Authorization %q", auth)
 	}
 }
+
+// As for Anthropic, messageStart's role chunk waits for the first frame
+// with content: an exception or error message before any content (an
+// empty text delta and contentBlockStop carry none) comes back from the
+// first Next with no frame, leaving dst's earlier bytes alone.
+func TestBedrockStreamHoldsRoleUntilContent(t *testing.T) {
+	const (
+		start = `{"headers":{":message-type":"event",":event-type":"messageStart"},"payload":{"role":"assistant"}}`
+		empty = `{"headers":{":message-type":"event",":event-type":"contentBlockDelta"},"payload":{"contentBlockIndex":0,"delta":{"text":""}}}`
+		text  = `{"headers":{":message-type":"event",":event-type":"contentBlockDelta"},"payload":{"contentBlockIndex":0,"delta":{"text":"Hi"}}}`
+		bstop = `{"headers":{":message-type":"event",":event-type":"contentBlockStop"},"payload":{"contentBlockIndex":0}}`
+		stop  = `{"headers":{":message-type":"event",":event-type":"messageStop"},"payload":{"stopReason":"end_turn"}}`
+		exc   = `{"headers":{":message-type":"exception",":exception-type":"serviceUnavailableException"},"payload":{"message":"busy"}}`
+		errm  = `{"headers":{":message-type":"error",":error-code":"throttlingException",":error-message":"slow down"},"payload":{}}`
+	)
+	prefix := []byte("data: earlier\n\n")
+	for _, tc := range []struct {
+		name   string
+		events []string
+		class  Class // for an error: its class from the first Next
+		status int
+		with   string // else: what follows the role chunk in the first frame
+	}{
+		{"exception after start", []string{start, exc}, ClassServer, 503, ""},
+		{"exception after empty delta", []string{start, empty, bstop, exc}, ClassServer, 503, ""},
+		{"error message after start", []string{start, errm}, ClassRateLimited, 429, ""},
+		{"truncated after start", []string{start}, ClassTransport, 0, ""},
+		{"text", []string{start, empty, text}, 0, 0, `"content":"Hi"`},
+		{"stop", []string{start, stop}, 0, 0, `"finish_reason":"stop"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := make([]json.RawMessage, len(tc.events))
+			for i, e := range tc.events {
+				raw[i] = json.RawMessage(e)
+			}
+			dec := newBedrockAdapter().NewStream(&Call{Surface: router.SurfaceChat, Stream: true, Model: []byte("claude"), Body: []byte(`{}`)})
+			out, err := dec.Next(append([]byte(nil), prefix...), bufio.NewReader(bytes.NewReader(encodeEvents(t, raw))))
+			if !bytes.HasPrefix(out, prefix) {
+				t.Fatalf("dst's earlier bytes changed: %q", out)
+			}
+			got := out[len(prefix):]
+			if tc.with == "" {
+				var se *StreamError
+				if !errors.As(err, &se) || se.Class != tc.class || (tc.status != 0 && se.Status != tc.status) {
+					t.Fatalf("first Next: %v, want a %v *StreamError (status %d)", err, tc.class, tc.status)
+				}
+				if len(got) != 0 {
+					t.Fatalf("first Next appended %q with the error, want nothing", got)
+				}
+				return
+			}
+			role := bytes.Index(got, []byte(`"role":"assistant"`))
+			if err != nil || role < 0 || bytes.Count(got, []byte(`"role"`)) != 1 || bytes.Index(got, []byte(tc.with)) < role {
+				t.Fatalf("first Next: %q, %v; want one role chunk, then %s", got, err, tc.with)
+			}
+		})
+	}
+}
