@@ -50,6 +50,7 @@ type options struct {
 	pin            bool
 	streamEvents   int
 	streamInterval time.Duration
+	microBenchtime string
 }
 
 func main() {
@@ -66,6 +67,7 @@ func main() {
 	flag.BoolVar(&o.pin, "pin", true, "pin the proxy to CPU 0 and the mock and driver to CPU 1 (needs 2+ CPUs)")
 	flag.IntVar(&o.streamEvents, "stream-events", 20, "SSE events per stream")
 	flag.DurationVar(&o.streamInterval, "stream-interval", 0, "pause between SSE events at the mock")
+	flag.StringVar(&o.microBenchtime, "micro-benchtime", "300ms", "-benchtime of the in-process micro-benchmarks (router, peek, walk, translation); empty: skip them")
 	flag.Parse()
 
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
@@ -140,8 +142,20 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 			}
 		}
 	}
+	md := b.rep.Markdown(svg)
+	if o.microBenchtime != "" {
+		// The micro-benchmarks run after the processes above have stopped,
+		// so they have the machine to themselves.
+		log.Info().Msg("running micro-benchmarks")
+		micro, err := runMicro(ctx, root, o.microBenchtime)
+		if err != nil {
+			return err
+		}
+		fmt.Print(micro)
+		md = strings.Replace(md, microPlaceholder, micro, 1)
+	}
 	if o.out != "" {
-		if err := os.WriteFile(inRoot(root, o.out), []byte(b.rep.Markdown(svg)), 0o644); err != nil {
+		if err := os.WriteFile(inRoot(root, o.out), []byte(md), 0o644); err != nil {
 			return err
 		}
 		log.Info().Str("file", o.out).Msg("results written")
