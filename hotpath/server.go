@@ -25,7 +25,9 @@ const (
 	// ReadBufferSize is the per-connection read buffer, which is also the
 	// largest request head fasthttp accepts. X-Gateway-Metadata alone may
 	// be 4096 bytes (SPEC §4.2), and clients send bearer tokens, cookies
-	// and tracing headers besides, so the 4 KiB default is too small.
+	// and tracing headers besides, so the 4 KiB default is too small. With
+	// ReduceMemoryUsage (see NewServer) the buffer is held only while a
+	// request is being read, so its size costs idle connections nothing.
 	ReadBufferSize = 32 << 10
 	// FallbackMaxRequestBytes caps a body when no configuration is loaded
 	// (the SPEC §2 default, 10 MiB).
@@ -71,9 +73,23 @@ func NewServer(g *Gateway, logger fasthttp.Logger) *fasthttp.Server {
 		StreamRequestBody: false,
 		// The API takes JSON bodies only; never parse multipart forms.
 		DisablePreParseMultipartForm: true,
-		// ReduceMemoryUsage trades CPU on every request for memory on idle
-		// connections; a gateway's connections are mostly busy.
-		ReduceMemoryUsage: false,
+		// ReduceMemoryUsage hands a connection's read and write buffers
+		// and body buffers back to fasthttp's pools between requests. An
+		// LLM gateway's clients keep pools of keep-alive connections that
+		// sit idle between completions, and without it every one of them
+		// pins its ReadBufferSize (32 KiB) reader, a 4 KiB writer and its
+		// request buffers: measured with 10,000 idle connections (one
+		// request each, 1 rule, GOMAXPROCS=1), Go heap in use 396 MiB vs
+		// 11 MiB, RSS 177 MiB vs 66 MiB (16.9 vs 5.8 KiB per connection in
+		// a fresh process, where untouched buffer pages cost nothing; up to
+		// the whole ~40 KiB once the heap has been reused). What is left is
+		// mostly each connection goroutine's 4 KiB stack. The price is an
+		// extra 1-byte read syscall, pool round trips and one 16-byte
+		// allocation (fasthttp's acquireByteReader) per request: about
+		// 1.3 µs of CPU on a ~28 µs proxied request (~5%) measured on one
+		// core, negligible next to an upstream's time to first token. It
+		// also makes the generous ReadBufferSize free for idle connections.
+		ReduceMemoryUsage: true,
 		// While shutting down, tell keep-alive clients to reconnect (to a
 		// server that is not draining).
 		CloseOnShutdown: true,

@@ -1,0 +1,63 @@
+package hotpath
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// TestLargeHeadersOnKeepAlive sends, on one keep-alive connection, several
+// requests each carrying a 4096-byte X-Gateway-Metadata (the SPEC §4.2
+// maximum) plus the headers real clients add (bearer token, cookies,
+// tracing, user agent): over 7 KiB of head. Every one must be read whole
+// and routed by its metadata. With ReduceMemoryUsage the connection's read
+// buffer goes back to the pool between requests, so the later requests
+// exercise a re-acquired buffer.
+func TestLargeHeadersOnKeepAlive(t *testing.T) {
+	ms := fiveMocks(t)
+	tg := startGateway(t, routingConfig, ms...)
+	prefix, suffix := `{"tier":"gold","pad":"`, `"}`
+	meta := prefix + strings.Repeat("p", 4096-len(prefix)-len(suffix)) + suffix
+	if len(meta) != 4096 {
+		t.Fatalf("metadata is %d bytes", len(meta))
+	}
+	body := `{"model":"m-1","messages":[]}`
+	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\n" +
+		"Authorization: Bearer sk-" + strings.Repeat("k", 160) + "\r\n" +
+		"Cookie: session=" + strings.Repeat("c", 2600) + "\r\n" +
+		"Traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n" +
+		"User-Agent: OpenAI/Python 1.99.0 " + strings.Repeat("u", 200) + "\r\n" +
+		"X-Gateway-Metadata: " + meta + "\r\n" +
+		"Content-Type: application/json\r\n" +
+		fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body))
+	if len(head) < 7<<10 {
+		t.Fatalf("head is only %d bytes", len(head))
+	}
+	conn, err := netDial(tg.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	before := ms[3].calls.Load()
+	const n = 3
+	for i := range n {
+		if _, err := conn.Write([]byte(head + body)); err != nil {
+			t.Fatal(err)
+		}
+		var resp fasthttp.Response
+		_ = bufioReader(conn) // sets the read deadline
+		if err := resp.Read(br); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if resp.StatusCode() != 200 || string(resp.Header.Peek("X-Gateway-Rule")) != "3" {
+			t.Fatalf("request %d: %d rule %q %s", i, resp.StatusCode(), resp.Header.Peek("X-Gateway-Rule"), resp.Body())
+		}
+	}
+	if got := ms[3].calls.Load() - before; got != n {
+		t.Errorf("target d got %d calls; want %d", got, n)
+	}
+}
