@@ -59,8 +59,8 @@ func Lint(rules []RuleSpec, targets []TargetSpec) []Finding {
 	named := make([]bool, len(s.targets))
 	named[0] = true
 	byShadowed := make([][]string, len(s.targets))
-	for j, c := range s.chains {
-		for _, t := range c {
+	for j := range s.rules {
+		for _, t := range s.rules[j].Chain {
 			if shadowed[j] {
 				byShadowed[t] = append(byShadowed[t], fmt.Sprintf("strategy.conditions[%d]", j))
 			} else {

@@ -20,8 +20,9 @@ type Snapshot struct {
 	models  []ModelInfo
 	created int64
 
-	// chains[i] is rules[i].Chain; fallback is [0].
-	chains   [][]int
+	// fallback is the no-match chain [0]. Every rules[i].Chain is a
+	// capacity-limited window of one shared backing array, so a rule's
+	// chain costs no allocation of its own.
 	fallback []int
 
 	exact  map[string]int32 // model value → lowest model rule
@@ -61,7 +62,6 @@ func Compile(rules []RuleSpec, targets []TargetSpec, created int64) (*Snapshot, 
 	s := &Snapshot{
 		targets:  make([]TargetSpec, len(targets)),
 		rules:    make([]RuleSpec, len(rules)),
-		chains:   make([][]int, len(rules)),
 		fallback: []int{0},
 		created:  created,
 		exact:    make(map[string]int32),
@@ -81,14 +81,20 @@ func Compile(rules []RuleSpec, targets []TargetSpec, created int64) (*Snapshot, 
 		s.serve[t] = compileModelSet(ts.Models)
 	}
 	var prefixes trieBuilder
+	links := 0
+	for _, r := range rules {
+		links += len(r.Chain)
+	}
+	flat := make([]int, 0, links)
 	for i, r := range rules {
 		if err := checkRule(i, r, len(targets)); err != nil {
 			return nil, err
 		}
 		idx := int32(i)
-		r.Chain = append([]int(nil), r.Chain...)
+		at := len(flat)
+		flat = append(flat, r.Chain...)
+		r.Chain = flat[at:len(flat):len(flat)]
 		s.rules[i] = r
-		s.chains[i] = r.Chain
 		if s.first[r.Key] == noRule {
 			s.first[r.Key] = idx
 		}
@@ -212,7 +218,7 @@ func (s *Snapshot) Match(r *Request) (rule int, chain []int) {
 	if best == noRule {
 		return -1, s.fallback
 	}
-	return int(best), s.chains[best]
+	return int(best), s.rules[best].Chain
 }
 
 func b2i(b bool) int {
