@@ -58,30 +58,8 @@ func anthropicRequestBody(dst []byte, c *Call, model []byte) ([]byte, error) {
 	}
 	dst = append(dst, `{"model":`...)
 	dst = AppendJSONString(dst, b2s(model))
-	dst = append(dst, `,"max_tokens":`...)
-	if cp.maxTokens != nil {
-		dst = cp.maxTokens.MarshalTo(dst)
-	} else {
-		dst = strconv.AppendInt(dst, defaultMaxTokens, 10)
-	}
-	if cp.temperature != nil {
-		dst = append(dst, `,"temperature":`...)
-		dst = cp.temperature.MarshalTo(dst)
-	}
-	if cp.topP != nil {
-		dst = append(dst, `,"top_p":`...)
-		dst = cp.topP.MarshalTo(dst)
-	}
-	if len(cp.stop) > 0 {
-		dst = append(dst, `,"stop_sequences":[`...)
-		for i, s := range cp.stop {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONValue(dst, s)
-		}
-		dst = append(dst, ']')
-	}
+	dst = append(dst, ',')
+	dst = cp.appendSampling(dst, `"max_tokens"`, `"top_p"`, `"stop_sequences"`)
 	if c.Stream {
 		dst = append(dst, `,"stream":true`...)
 	}
@@ -94,59 +72,13 @@ func anthropicRequestBody(dst []byte, c *Call, model []byte) ([]byte, error) {
 		return dst, err
 	}
 	msgs, _ := root.Get("messages").Array()
-	// System and developer messages first, as the top-level system blocks.
-	nsys := 0
-	for _, m := range msgs {
-		role, _ := jsonStr(m.Get("role"))
-		if role != "system" && role != "developer" {
-			continue
-		}
-		start := len(dst)
-		if nsys == 0 {
-			dst = append(dst, `,"system":[`...)
-		} else {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"type":"text","text":`...)
-		text, err := contentText(nil, m.Get("content"), "\n")
-		if err != nil {
-			return dst, err
-		}
-		if len(text) == 0 { // Anthropic refuses empty text blocks.
-			dst = dst[:start]
-			continue
-		}
-		dst = AppendJSONString(dst, b2s(text))
-		dst = append(dst, '}')
-		nsys++
+	if dst, err = appendSystem(dst, msgs, anthropicBlocks{}); err != nil {
+		return dst, err
 	}
-	if nsys > 0 {
-		dst = append(dst, ']')
+	if dst, _, err = appendMessages(dst, msgs, anthropicBlocks{}); err != nil {
+		return dst, err
 	}
-	dst = append(dst, `,"messages":[`...)
-	w := msgWriter{dst: dst}
-	argParser := chatParsers.Get()
-	defer chatParsers.Put(argParser)
-	for _, m := range msgs {
-		role, _ := jsonStr(m.Get("role"))
-		switch role {
-		case "system", "developer":
-		case "user":
-			err = anthropicUserContent(&w, m.Get("content"))
-		case "assistant":
-			err = anthropicAssistant(&w, argParser, m)
-		case "tool":
-			err = anthropicToolResult(&w, m)
-		default:
-			err = badRequest("unsupported message role " + strconv.Quote(role))
-		}
-		if err != nil {
-			return w.dst, err
-		}
-	}
-	w.close()
-	dst = append(w.dst, "]}"...)
-	return dst, nil
+	return append(dst, '}'), nil
 }
 
 // anthropicTools appends tools and tool_choice.
@@ -163,18 +95,8 @@ func anthropicTools(dst []byte, root *fastjson.Value) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		n++
-		dst = append(dst, `{"name":`...)
-		dst = AppendJSONString(dst, t.name)
-		if t.description != "" {
-			dst = append(dst, `,"description":`...)
-			dst = AppendJSONString(dst, t.description)
-		}
-		dst = append(dst, `,"input_schema":`...)
-		if t.parameters != nil {
-			dst = appendJSONValue(dst, t.parameters)
-		} else {
-			dst = append(dst, `{"type":"object"}`...)
-		}
+		dst = append(dst, '{')
+		dst = t.appendFields(dst, `"input_schema":`)
 		dst = append(dst, '}')
 	})
 	if err != nil {
@@ -205,134 +127,47 @@ func anthropicTools(dst []byte, root *fastjson.Value) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-func anthropicUserContent(w *msgWriter, content *fastjson.Value) error {
-	if content == nil || content.Type() == fastjson.TypeNull {
-		return badRequest("user messages need content")
-	}
-	if s, ok := jsonStr(content); ok {
-		anthropicText(w, "user", s)
-		return nil
-	}
-	parts, err := content.Array()
-	if err != nil {
-		return badRequest("message content must be a string or an array of parts")
-	}
-	for _, p := range parts {
-		typ, _ := jsonStr(p.Get("type"))
-		switch typ {
-		case "text":
-			s, ok := jsonStr(p.Get("text"))
-			if !ok {
-				return badRequest("text parts need a string text")
-			}
-			anthropicText(w, "user", s)
-		case "image_url":
-			img, err := parseImageURL(p)
-			if err != nil {
-				return err
-			}
-			w.block("user")
-			if img.url != "" {
-				w.dst = append(w.dst, `{"type":"image","source":{"type":"url","url":`...)
-				w.dst = AppendJSONString(w.dst, img.url)
-			} else {
-				w.dst = append(w.dst, `{"type":"image","source":{"type":"base64","media_type":`...)
-				w.dst = AppendJSONString(w.dst, img.mediaType)
-				w.dst = append(w.dst, `,"data":`...)
-				w.dst = AppendJSONString(w.dst, img.data)
-			}
-			w.dst = append(w.dst, "}}"...)
-		default:
-			return badRequest("content part type " + strconv.Quote(typ) + " is not supported by this provider")
-		}
-	}
-	return nil
+// anthropicBlocks spells Messages API content blocks.
+type anthropicBlocks struct{}
+
+func (anthropicBlocks) text(dst []byte, s string) []byte {
+	dst = append(dst, `{"type":"text","text":`...)
+	dst = AppendJSONString(dst, s)
+	return append(dst, '}')
 }
 
-// anthropicText appends a text block; empty text is dropped (the API
-// refuses empty text blocks).
-func anthropicText(w *msgWriter, role, s string) {
-	if s == "" {
-		return
-	}
-	w.block(role)
-	w.dst = append(w.dst, `{"type":"text","text":`...)
-	w.dst = AppendJSONString(w.dst, s)
-	w.dst = append(w.dst, '}')
-}
-
-func anthropicAssistant(w *msgWriter, argParser *fastjson.Parser, m *fastjson.Value) error {
-	content := m.Get("content")
-	if s, ok := jsonStr(content); ok {
-		anthropicText(w, "assistant", s)
-	} else if content != nil && content.Type() == fastjson.TypeArray {
-		parts, _ := content.Array()
-		for _, p := range parts {
-			switch typ, _ := jsonStr(p.Get("type")); typ {
-			case "text":
-				s, _ := jsonStr(p.Get("text"))
-				anthropicText(w, "assistant", s)
-			case "refusal":
-			default:
-				return badRequest("assistant content part type " + strconv.Quote(typ) + " is not supported")
-			}
-		}
-	}
-	calls := m.Get("tool_calls")
-	if calls == nil || calls.Type() == fastjson.TypeNull {
-		return nil
-	}
-	arr, err := calls.Array()
-	if err != nil {
-		return badRequest("tool_calls must be an array")
-	}
-	for _, tc := range arr {
-		id, _ := jsonStr(tc.Get("id"))
-		name, _ := jsonStr(tc.Get("function", "name"))
-		if id == "" || name == "" {
-			return badRequest("tool_calls[] need an id and a function name")
-		}
-		args, err := toolArguments(argParser, tc)
-		if err != nil {
-			return err
-		}
-		w.block("assistant")
-		w.dst = append(w.dst, `{"type":"tool_use","id":`...)
-		w.dst = AppendJSONString(w.dst, id)
-		w.dst = append(w.dst, `,"name":`...)
-		w.dst = AppendJSONString(w.dst, name)
-		w.dst = append(w.dst, `,"input":`...)
-		// args was checked to be a JSON object: embed it as is.
-		w.dst = append(w.dst, args...)
-		w.dst = append(w.dst, '}')
-	}
-	return nil
-}
-
-func anthropicToolResult(w *msgWriter, m *fastjson.Value) error {
-	id, ok := jsonStr(m.Get("tool_call_id"))
-	if !ok || id == "" {
-		return badRequest("tool messages need a tool_call_id")
-	}
-	w.block("user")
-	w.dst = append(w.dst, `{"type":"tool_result","tool_use_id":`...)
-	w.dst = AppendJSONString(w.dst, id)
-	start := len(w.dst)
-	text, err := contentText(w.dst, m.Get("content"), "\n")
-	if err != nil {
-		return err
-	}
-	// Quote the text that contentText appended in place; an empty result
-	// sends no content (it is optional).
-	if len(text) > start {
-		raw := string(text[start:])
-		w.dst = append(text[:start], `,"content":`...)
-		w.dst = AppendJSONString(w.dst, raw)
+func (anthropicBlocks) image(dst []byte, img imageRef) ([]byte, error) {
+	if img.url != "" {
+		dst = append(dst, `{"type":"image","source":{"type":"url","url":`...)
+		dst = AppendJSONString(dst, img.url)
 	} else {
-		w.dst = text[:start]
+		dst = append(dst, `{"type":"image","source":{"type":"base64","media_type":`...)
+		dst = AppendJSONString(dst, img.mediaType)
+		dst = append(dst, `,"data":`...)
+		dst = AppendJSONString(dst, img.data)
 	}
-	w.dst = append(w.dst, '}')
-	return nil
+	return append(dst, "}}"...), nil
+}
+
+func (anthropicBlocks) toolUse(dst []byte, id, name, args string) []byte {
+	dst = append(dst, `{"type":"tool_use","id":`...)
+	dst = AppendJSONString(dst, id)
+	dst = append(dst, `,"name":`...)
+	dst = AppendJSONString(dst, name)
+	dst = append(dst, `,"input":`...)
+	dst = append(dst, args...) // checked to be a JSON object: embedded as is
+	return append(dst, '}')
+}
+
+// toolResult sends no content for an empty result (it is optional).
+func (anthropicBlocks) toolResult(dst []byte, id, text string) []byte {
+	dst = append(dst, `{"type":"tool_result","tool_use_id":`...)
+	dst = AppendJSONString(dst, id)
+	if text != "" {
+		dst = append(dst, `,"content":`...)
+		dst = AppendJSONString(dst, text)
+	}
+	return append(dst, '}')
 }
 
 // TranslateResponse turns a Messages response into a chat.completion.

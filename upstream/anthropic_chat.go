@@ -1,12 +1,13 @@
 package upstream
 
 // OpenAI chat shapes shared by the translating adapters (anthropic and
-// bedrock): reading the client's chat completion request with fastjson and
-// writing chat.completion bodies and chat.completion.chunk SSE frames by
-// appending bytes.
+// bedrock): writing chat.completion bodies and chat.completion.chunk SSE
+// frames by appending bytes, and the stream state both decoders keep.
+// Reading the client's request is in openai_request.go.
 
 import (
 	"errors"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -83,249 +84,6 @@ func appendJSONValue(dst []byte, v *fastjson.Value) []byte {
 	default: // numbers as written, true, false, null
 		return v.MarshalTo(dst)
 	}
-}
-
-// chatParams are the scalar request fields both providers take.
-type chatParams struct {
-	maxTokens   *fastjson.Value // nil = defaultMaxTokens
-	temperature *fastjson.Value
-	topP        *fastjson.Value
-	stop        []*fastjson.Value // strings
-	user        string
-}
-
-// parseChatRequest parses and checks the client's chat body. The returned
-// values are valid until p is returned to its pool.
-func parseChatRequest(p *fastjson.Parser, body []byte) (*fastjson.Value, chatParams, error) {
-	var cp chatParams
-	root, err := p.ParseBytes(body)
-	if err != nil || root.Type() != fastjson.TypeObject {
-		return nil, cp, badRequest("request body must be a JSON object")
-	}
-	msgs := root.Get("messages")
-	if msgs == nil || msgs.Type() != fastjson.TypeArray {
-		return nil, cp, badRequest("messages must be an array")
-	}
-	if n := root.Get("n"); n != nil && n.Type() != fastjson.TypeNull {
-		if k, err := n.Int(); err != nil || k != 1 {
-			return nil, cp, badRequest("n other than 1 is not supported by this provider")
-		}
-	}
-	for _, k := range [...]string{"max_completion_tokens", "max_tokens"} {
-		if v := root.Get(k); v != nil && v.Type() != fastjson.TypeNull {
-			if n, err := v.Int(); err != nil || n < 1 {
-				return nil, cp, badRequest(k + " must be a positive integer")
-			}
-			cp.maxTokens = v
-			break
-		}
-	}
-	num := func(k string) (*fastjson.Value, error) {
-		v := root.Get(k)
-		if v == nil || v.Type() == fastjson.TypeNull {
-			return nil, nil
-		}
-		if v.Type() != fastjson.TypeNumber {
-			return nil, badRequest(k + " must be a number")
-		}
-		return v, nil
-	}
-	if cp.temperature, err = num("temperature"); err != nil {
-		return nil, cp, err
-	}
-	if cp.topP, err = num("top_p"); err != nil {
-		return nil, cp, err
-	}
-	if s := root.Get("stop"); s != nil {
-		switch s.Type() {
-		case fastjson.TypeNull:
-		case fastjson.TypeString:
-			cp.stop = []*fastjson.Value{s}
-		case fastjson.TypeArray:
-			cp.stop, _ = s.Array()
-			for _, e := range cp.stop {
-				if e.Type() != fastjson.TypeString {
-					return nil, cp, badRequest("stop must be a string or an array of strings")
-				}
-			}
-		default:
-			return nil, cp, badRequest("stop must be a string or an array of strings")
-		}
-	}
-	if u := root.Get("user"); u != nil && u.Type() != fastjson.TypeNull {
-		var ok bool
-		if cp.user, ok = jsonStr(u); !ok {
-			return nil, cp, badRequest("user must be a string")
-		}
-	}
-	return root, cp, nil
-}
-
-// chatTool is one OpenAI function tool.
-type chatTool struct {
-	name, description string
-	parameters        *fastjson.Value // nil = {"type":"object"}
-}
-
-// forEachTool calls f for every function tool of the request.
-func forEachTool(root *fastjson.Value, f func(chatTool)) error {
-	tools := root.Get("tools")
-	if tools == nil || tools.Type() == fastjson.TypeNull {
-		return nil
-	}
-	arr, err := tools.Array()
-	if err != nil {
-		return badRequest("tools must be an array")
-	}
-	for _, t := range arr {
-		if typ, _ := jsonStr(t.Get("type")); typ != "function" {
-			return badRequest(`only tools of type "function" are supported by this provider`)
-		}
-		fn := t.Get("function")
-		name, ok := jsonStr(fn.Get("name"))
-		if !ok || name == "" {
-			return badRequest("tools[].function.name must be a non-empty string")
-		}
-		ct := chatTool{name: name}
-		ct.description, _ = jsonStr(fn.Get("description"))
-		if p := fn.Get("parameters"); p != nil && p.Type() == fastjson.TypeObject {
-			ct.parameters = p
-		}
-		f(ct)
-	}
-	return nil
-}
-
-// toolChoice is the request's tool_choice, normalized.
-type toolChoice struct {
-	mode string // "", "auto", "required", "none", "function"
-	name string // for "function"
-}
-
-func parseToolChoice(root *fastjson.Value) (toolChoice, error) {
-	v := root.Get("tool_choice")
-	if v == nil || v.Type() == fastjson.TypeNull {
-		return toolChoice{}, nil
-	}
-	if s, ok := jsonStr(v); ok {
-		switch s {
-		case "auto", "required", "none":
-			return toolChoice{mode: s}, nil
-		}
-		return toolChoice{}, badRequest(`tool_choice must be "auto", "required", "none" or a function`)
-	}
-	name, ok := jsonStr(v.Get("function", "name"))
-	if typ, _ := jsonStr(v.Get("type")); typ != "function" || !ok || name == "" {
-		return toolChoice{}, badRequest(`tool_choice must be "auto", "required", "none" or a function`)
-	}
-	return toolChoice{mode: "function", name: name}, nil
-}
-
-// contentText joins the text of a string content or an array of text parts
-// (system, developer and tool messages).
-func contentText(dst []byte, v *fastjson.Value, sep string) ([]byte, error) {
-	if v == nil || v.Type() == fastjson.TypeNull {
-		return dst, nil
-	}
-	if s, ok := jsonStr(v); ok {
-		return append(dst, s...), nil
-	}
-	parts, err := v.Array()
-	if err != nil {
-		return dst, badRequest("message content must be a string or an array of parts")
-	}
-	for i, p := range parts {
-		s, ok := jsonStr(p.Get("text"))
-		if typ, _ := jsonStr(p.Get("type")); typ != "text" || !ok {
-			return dst, badRequest("only text parts are supported in system, developer and tool messages")
-		}
-		if i > 0 {
-			dst = append(dst, sep...)
-		}
-		dst = append(dst, s...)
-	}
-	return dst, nil
-}
-
-// imageRef is an image_url part: either inline (mediaType + base64 data) or
-// a remote URL.
-type imageRef struct {
-	mediaType, data string
-	url             string
-}
-
-func parseImageURL(p *fastjson.Value) (imageRef, error) {
-	u, ok := jsonStr(p.Get("image_url", "url"))
-	if !ok {
-		u, ok = jsonStr(p.Get("image_url")) // older clients send the URL itself
-	}
-	if !ok || u == "" {
-		return imageRef{}, badRequest("image_url.url must be a non-empty string")
-	}
-	if strings.HasPrefix(u, "data:") {
-		meta, data, found := strings.Cut(u[len("data:"):], ",")
-		mt, isB64 := strings.CutSuffix(meta, ";base64")
-		if !found || !isB64 || !strings.HasPrefix(mt, "image/") {
-			return imageRef{}, badRequest("image data URLs must look like data:image/<type>;base64,<data>")
-		}
-		return imageRef{mediaType: mt, data: data}, nil
-	}
-	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
-		return imageRef{url: u}, nil
-	}
-	return imageRef{}, badRequest("image_url.url must be an http(s) or data: URL")
-}
-
-// msgWriter appends a provider's messages array, merging consecutive
-// messages of the same role into one (both providers want alternating
-// roles) and opening a message only when it gets its first block, so no
-// message is ever empty.
-type msgWriter struct {
-	dst  []byte
-	role string // role of the open message; "" = none
-	n    int    // messages opened
-}
-
-// block prepares dst for one more content block of role.
-func (w *msgWriter) block(role string) {
-	if w.role == role {
-		w.dst = append(w.dst, ',')
-		return
-	}
-	w.close()
-	if w.n > 0 {
-		w.dst = append(w.dst, ',')
-	}
-	w.n++
-	w.dst = append(w.dst, `{"role":"`...)
-	w.dst = append(w.dst, role...)
-	w.dst = append(w.dst, `","content":[`...)
-	w.role = role
-}
-
-func (w *msgWriter) close() {
-	if w.role != "" {
-		w.dst = append(w.dst, "]}"...)
-		w.role = ""
-	}
-}
-
-// toolArguments returns an assistant tool call's arguments string, checked
-// to be a JSON object ("" becomes {}).
-func toolArguments(p *fastjson.Parser, tc *fastjson.Value) (string, error) {
-	args, ok := jsonStr(tc.Get("function", "arguments"))
-	if !ok && tc.Get("function", "arguments") != nil {
-		return "", badRequest("tool_calls[].function.arguments must be a string")
-	}
-	if strings.TrimSpace(args) == "" {
-		return "{}", nil
-	}
-	// A separate parser: the caller's values live in its own parser.
-	v, err := p.Parse(args)
-	if err != nil || v.Type() != fastjson.TypeObject {
-		return "", badRequest("tool_calls[].function.arguments must be a JSON object")
-	}
-	return args, nil
 }
 
 // finishReason maps a provider stop reason to OpenAI's finish_reason.
@@ -454,15 +212,19 @@ func newChunkWriter(c *Call) chunkWriter {
 	return w
 }
 
-// open appends the frame prefix up to the delta's contents.
-func (w *chunkWriter) open(dst []byte) []byte {
+// head appends a frame's fields before the choices.
+func (w *chunkWriter) head(dst []byte) []byte {
 	dst = append(dst, `data: {"id":`...)
 	dst = AppendJSONString(dst, w.id)
 	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
 	dst = strconv.AppendInt(dst, w.created, 10)
 	dst = append(dst, `,"model":`...)
-	dst = AppendJSONString(dst, b2s(w.model))
-	return append(dst, `,"choices":[{"index":0,"delta":{`...)
+	return AppendJSONString(dst, b2s(w.model))
+}
+
+// open appends the frame prefix up to the delta's contents.
+func (w *chunkWriter) open(dst []byte) []byte {
+	return append(w.head(dst), `,"choices":[{"index":0,"delta":{`...)
 }
 
 // close ends a frame opened by open with finish_reason (or null).
@@ -524,13 +286,7 @@ func (w *chunkWriter) usage(dst []byte, u usage) []byte {
 	if !w.includeUsage {
 		return dst
 	}
-	dst = append(dst, `data: {"id":`...)
-	dst = AppendJSONString(dst, w.id)
-	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
-	dst = strconv.AppendInt(dst, w.created, 10)
-	dst = append(dst, `,"model":`...)
-	dst = AppendJSONString(dst, b2s(w.model))
-	dst = append(dst, `,"choices":[],"usage":`...)
+	dst = append(w.head(dst), `,"choices":[],"usage":`...)
 	dst = appendUsage(dst, u)
 	return append(dst, "}\n\n"...)
 }
@@ -543,6 +299,74 @@ var errTruncated = errors.New("upstream stream ended before its final event")
 func truncatedStream() *StreamError {
 	return &StreamError{Class: ClassTransport, Status: 502,
 		Body: AppendError(nil, errTruncated.Error(), TypeUpstream, CodeUpstreamError)}
+}
+
+func malformedEvent() *StreamError {
+	return &StreamError{Class: ClassTransport, Status: 502,
+		Body: AppendError(nil, "malformed event in the upstream stream", TypeUpstream, CodeUpstreamError)}
+}
+
+// maxToolBlocks bounds the content-block index → tool-call index table.
+const maxToolBlocks = 1024
+
+// chatStream is what both stream decoders keep besides their framing: the
+// chunk writer, the held role chunk and the tool call table. The role
+// chunk of the provider's message start leaves together with the first
+// frame that carries content (text, a tool call, the finish, the end). The
+// walk commits a stream at the first frame Next returns, so an error
+// before any content is returned with no frame and stays failover-safe
+// (SPEC §4.6). Not safe for concurrent use.
+type chatStream struct {
+	cw    chunkWriter
+	tools []int16 // content block index → tool call index, -1 = not a tool
+	ntool int
+	role  bool // message start seen, its role chunk not yet sent
+	done  bool
+}
+
+// withRole translates one event, preceded by the held role chunk when the
+// event produces a frame. A failure drops everything appended since start
+// (the role chunk is all there can be), so it reaches the walk with no
+// frame; an event that produces nothing leaves the role held.
+func (s *chatStream) withRole(dst []byte, start int, translate func([]byte) ([]byte, error)) ([]byte, error) {
+	if !s.role {
+		return translate(dst)
+	}
+	mark := len(dst)
+	dst = s.cw.role(dst)
+	held := len(dst)
+	dst, err := translate(dst)
+	switch {
+	case err != nil && err != io.EOF:
+		return dst[:start], err
+	case len(dst) == held && err == nil:
+		return dst[:mark], nil
+	}
+	s.role = false
+	return dst, err
+}
+
+// toolStart numbers the tool call that content block idx starts and
+// announces it; an index out of range is ignored.
+func (s *chatStream) toolStart(dst []byte, idx int, id, name string) []byte {
+	if idx < 0 || idx >= maxToolBlocks {
+		return dst
+	}
+	for len(s.tools) <= idx {
+		s.tools = append(s.tools, -1)
+	}
+	s.tools[idx] = int16(s.ntool)
+	s.ntool++
+	return s.cw.toolStart(dst, int(s.tools[idx]), id, name)
+}
+
+// toolArgs appends a fragment of the arguments of content block idx's tool
+// call; a block that started no tool call is ignored.
+func (s *chatStream) toolArgs(dst []byte, idx int, frag string) []byte {
+	if frag == "" || idx < 0 || idx >= len(s.tools) || s.tools[idx] < 0 {
+		return dst
+	}
+	return s.cw.toolArgs(dst, int(s.tools[idx]), frag)
 }
 
 // classEnvelope returns the OpenAI envelope for a provider error message of

@@ -9,28 +9,17 @@ import (
 
 // NewStream returns a decoder of Anthropic's Messages SSE stream.
 func (anthropicAdapter) NewStream(c *Call) StreamDecoder {
-	return &anthropicStream{cw: newChunkWriter(c)}
+	return &anthropicStream{chatStream: chatStream{cw: newChunkWriter(c)}}
 }
 
-// maxToolBlocks bounds the content-block index → tool-call index table.
-const maxToolBlocks = 1024
-
 // anthropicStream translates Messages SSE events into chat.completion.chunk
-// frames, one event at a time. The one thing held back is the role chunk
-// of message_start: it leaves together with the first frame that carries
-// content (text, a tool call, the finish, the end). The walk commits a
-// stream at the first frame Next returns, so an error event before any
-// content (Anthropic's overloaded_error typically comes right after
-// message_start) is returned with no frame and stays failover-safe
-// (SPEC §4.6). Not safe for concurrent use.
+// frames, one event at a time, holding back the role chunk of
+// message_start (Anthropic's overloaded_error typically comes right after
+// it). Not safe for concurrent use.
 type anthropicStream struct {
-	cw    chunkWriter
+	chatStream
 	sse   sseReader
-	tools []int16 // content block index → tool call index, -1 = not a tool
-	ntool int
 	usage usage
-	role  bool // message_start seen, its role chunk not yet sent
-	done  bool
 }
 
 // Next implements StreamDecoder.
@@ -47,32 +36,11 @@ func (d *anthropicStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		if dst, err = d.withRole(dst, start, data); err != nil || len(dst) > start {
+		dst, err = d.withRole(dst, start, func(dst []byte) ([]byte, error) { return d.event(dst, data) })
+		if err != nil || len(dst) > start {
 			return dst, err
 		}
 	}
-}
-
-// withRole translates one event, preceded by the held role chunk when the
-// event produces a frame. A failure drops everything appended since start
-// (the role chunk is all there can be), so it reaches the walk with no
-// frame; an event that produces nothing leaves the role held.
-func (d *anthropicStream) withRole(dst []byte, start int, data []byte) ([]byte, error) {
-	if !d.role {
-		return d.event(dst, data)
-	}
-	mark := len(dst)
-	dst = d.cw.role(dst)
-	held := len(dst)
-	dst, err := d.event(dst, data)
-	switch {
-	case err != nil && err != io.EOF:
-		return dst[:start], err
-	case len(dst) == held && err == nil:
-		return dst[:mark], nil
-	}
-	d.role = false
-	return dst, err
 }
 
 // event translates one event's data into zero or more frames.
@@ -81,8 +49,7 @@ func (d *anthropicStream) event(dst, data []byte) ([]byte, error) {
 	defer chatParsers.Put(p)
 	v, err := p.ParseBytes(data)
 	if err != nil {
-		return dst, &StreamError{Class: ClassTransport, Status: 502,
-			Body: AppendError(nil, "malformed event in the upstream stream", TypeUpstream, CodeUpstreamError)}
+		return dst, malformedEvent()
 	}
 	typ, _ := jsonStr(v.Get("type"))
 	switch typ {
@@ -103,18 +70,9 @@ func (d *anthropicStream) event(dst, data []byte) ([]byte, error) {
 				return d.cw.text(dst, s), nil
 			}
 		case "tool_use":
-			idx := v.GetInt("index")
-			if idx < 0 || idx >= maxToolBlocks {
-				return dst, nil
-			}
-			for len(d.tools) <= idx {
-				d.tools = append(d.tools, -1)
-			}
-			d.tools[idx] = int16(d.ntool)
-			d.ntool++
 			id, _ := jsonStr(cb.Get("id"))
 			name, _ := jsonStr(cb.Get("name"))
-			return d.cw.toolStart(dst, int(d.tools[idx]), id, name), nil
+			return d.toolStart(dst, v.GetInt("index"), id, name), nil
 		}
 	case "content_block_delta":
 		delta := v.Get("delta")
@@ -124,11 +82,8 @@ func (d *anthropicStream) event(dst, data []byte) ([]byte, error) {
 				return d.cw.text(dst, s), nil
 			}
 		case "input_json_delta":
-			idx := v.GetInt("index")
 			s, _ := jsonStr(delta.Get("partial_json"))
-			if s != "" && idx >= 0 && idx < len(d.tools) && d.tools[idx] >= 0 {
-				return d.cw.toolArgs(dst, int(d.tools[idx]), s), nil
-			}
+			return d.toolArgs(dst, v.GetInt("index"), s), nil
 		}
 	case "message_delta":
 		if u := v.Get("usage"); u != nil {

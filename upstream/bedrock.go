@@ -161,87 +161,17 @@ func bedrockRequestBody(dst []byte, c *Call) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	dst = append(dst, `{"inferenceConfig":{"maxTokens":`...)
-	if cp.maxTokens != nil {
-		dst = cp.maxTokens.MarshalTo(dst)
-	} else {
-		dst = strconv.AppendInt(dst, defaultMaxTokens, 10)
-	}
-	if cp.temperature != nil {
-		dst = append(dst, `,"temperature":`...)
-		dst = cp.temperature.MarshalTo(dst)
-	}
-	if cp.topP != nil {
-		dst = append(dst, `,"topP":`...)
-		dst = cp.topP.MarshalTo(dst)
-	}
-	if len(cp.stop) > 0 {
-		dst = append(dst, `,"stopSequences":[`...)
-		for i, s := range cp.stop {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONValue(dst, s)
-		}
-		dst = append(dst, ']')
-	}
+	dst = append(dst, `{"inferenceConfig":{`...)
+	dst = cp.appendSampling(dst, `"maxTokens"`, `"topP"`, `"stopSequences"`)
 	dst = append(dst, '}')
-
 	msgs, _ := root.Get("messages").Array()
-	nsys := 0
-	for _, m := range msgs {
-		role, _ := jsonStr(m.Get("role"))
-		if role != "system" && role != "developer" {
-			continue
-		}
-		text, err := contentText(nil, m.Get("content"), "\n")
-		if err != nil {
-			return dst, err
-		}
-		if len(text) == 0 {
-			continue
-		}
-		if nsys == 0 {
-			dst = append(dst, `,"system":[`...)
-		} else {
-			dst = append(dst, ',')
-		}
-		nsys++
-		dst = append(dst, `{"text":`...)
-		dst = AppendJSONString(dst, b2s(text))
-		dst = append(dst, '}')
+	if dst, err = appendSystem(dst, msgs, bedrockBlocks{}); err != nil {
+		return dst, err
 	}
-	if nsys > 0 {
-		dst = append(dst, ']')
+	dst, toolHistory, err := appendMessages(dst, msgs, bedrockBlocks{})
+	if err != nil {
+		return dst, err
 	}
-
-	dst = append(dst, `,"messages":[`...)
-	w := msgWriter{dst: dst}
-	argParser := chatParsers.Get()
-	defer chatParsers.Put(argParser)
-	toolHistory := false
-	for _, m := range msgs {
-		role, _ := jsonStr(m.Get("role"))
-		switch role {
-		case "system", "developer":
-		case "user":
-			err = bedrockUserContent(&w, m.Get("content"))
-		case "assistant":
-			var calls bool
-			calls, err = bedrockAssistant(&w, argParser, m)
-			toolHistory = toolHistory || calls
-		case "tool":
-			toolHistory = true
-			err = bedrockToolResult(&w, m)
-		default:
-			err = badRequest("unsupported message role " + strconv.Quote(role))
-		}
-		if err != nil {
-			return w.dst, err
-		}
-	}
-	w.close()
-	dst = append(w.dst, ']')
 	if dst, err = bedrockToolConfig(dst, root, toolHistory); err != nil {
 		return dst, err
 	}
@@ -268,18 +198,8 @@ func bedrockToolConfig(dst []byte, root *fastjson.Value, toolHistory bool) ([]by
 			dst = append(dst, ',')
 		}
 		n++
-		dst = append(dst, `{"toolSpec":{"name":`...)
-		dst = AppendJSONString(dst, t.name)
-		if t.description != "" {
-			dst = append(dst, `,"description":`...)
-			dst = AppendJSONString(dst, t.description)
-		}
-		dst = append(dst, `,"inputSchema":{"json":`...)
-		if t.parameters != nil {
-			dst = appendJSONValue(dst, t.parameters)
-		} else {
-			dst = append(dst, `{"type":"object"}`...)
-		}
+		dst = append(dst, `{"toolSpec":{`...)
+		dst = t.appendFields(dst, `"inputSchema":{"json":`)
 		dst = append(dst, "}}}"...)
 	})
 	if err != nil || n == 0 {
@@ -303,127 +223,47 @@ func bedrockToolConfig(dst []byte, root *fastjson.Value, toolHistory bool) ([]by
 var bedrockImageFormats = map[string]string{"image/png": "png", "image/jpeg": "jpeg",
 	"image/jpg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
 
-func bedrockUserContent(w *msgWriter, content *fastjson.Value) error {
-	if content == nil || content.Type() == fastjson.TypeNull {
-		return badRequest("user messages need content")
-	}
-	if s, ok := jsonStr(content); ok {
-		bedrockText(w, "user", s)
-		return nil
-	}
-	parts, err := content.Array()
-	if err != nil {
-		return badRequest("message content must be a string or an array of parts")
-	}
-	for _, p := range parts {
-		typ, _ := jsonStr(p.Get("type"))
-		switch typ {
-		case "text":
-			s, ok := jsonStr(p.Get("text"))
-			if !ok {
-				return badRequest("text parts need a string text")
-			}
-			bedrockText(w, "user", s)
-		case "image_url":
-			img, err := parseImageURL(p)
-			if err != nil {
-				return err
-			}
-			if img.url != "" {
-				return badRequest("bedrock takes images as data: URLs only, not http(s) URLs")
-			}
-			format, ok := bedrockImageFormats[img.mediaType]
-			if !ok {
-				return badRequest("bedrock takes png, jpeg, gif and webp images only")
-			}
-			w.block("user")
-			w.dst = append(w.dst, `{"image":{"format":"`...)
-			w.dst = append(w.dst, format...)
-			w.dst = append(w.dst, `","source":{"bytes":`...)
-			w.dst = AppendJSONString(w.dst, img.data)
-			w.dst = append(w.dst, "}}}"...)
-		default:
-			return badRequest("content part type " + strconv.Quote(typ) + " is not supported by this provider")
-		}
-	}
-	return nil
+// bedrockBlocks spells Converse content blocks.
+type bedrockBlocks struct{}
+
+func (bedrockBlocks) text(dst []byte, s string) []byte {
+	dst = append(dst, `{"text":`...)
+	dst = AppendJSONString(dst, s)
+	return append(dst, '}')
 }
 
-// bedrockText appends a text block; empty text is dropped (Converse
-// refuses blank text blocks).
-func bedrockText(w *msgWriter, role, s string) {
-	if s == "" {
-		return
+// image takes inline images of the formats Converse knows, no URLs.
+func (bedrockBlocks) image(dst []byte, img imageRef) ([]byte, error) {
+	if img.url != "" {
+		return dst, badRequest("bedrock takes images as data: URLs only, not http(s) URLs")
 	}
-	w.block(role)
-	w.dst = append(w.dst, `{"text":`...)
-	w.dst = AppendJSONString(w.dst, s)
-	w.dst = append(w.dst, '}')
+	format, ok := bedrockImageFormats[img.mediaType]
+	if !ok {
+		return dst, badRequest("bedrock takes png, jpeg, gif and webp images only")
+	}
+	dst = append(dst, `{"image":{"format":"`...)
+	dst = append(dst, format...)
+	dst = append(dst, `","source":{"bytes":`...)
+	dst = AppendJSONString(dst, img.data)
+	return append(dst, "}}}"...), nil
 }
 
-func bedrockAssistant(w *msgWriter, argParser *fastjson.Parser, m *fastjson.Value) (bool, error) {
-	content := m.Get("content")
-	if s, ok := jsonStr(content); ok {
-		bedrockText(w, "assistant", s)
-	} else if content != nil && content.Type() == fastjson.TypeArray {
-		parts, _ := content.Array()
-		for _, p := range parts {
-			switch typ, _ := jsonStr(p.Get("type")); typ {
-			case "text":
-				s, _ := jsonStr(p.Get("text"))
-				bedrockText(w, "assistant", s)
-			case "refusal":
-			default:
-				return false, badRequest("assistant content part type " + strconv.Quote(typ) + " is not supported")
-			}
-		}
-	}
-	calls := m.Get("tool_calls")
-	if calls == nil || calls.Type() == fastjson.TypeNull {
-		return false, nil
-	}
-	arr, err := calls.Array()
-	if err != nil {
-		return false, badRequest("tool_calls must be an array")
-	}
-	for _, tc := range arr {
-		id, _ := jsonStr(tc.Get("id"))
-		name, _ := jsonStr(tc.Get("function", "name"))
-		if id == "" || name == "" {
-			return false, badRequest("tool_calls[] need an id and a function name")
-		}
-		args, err := toolArguments(argParser, tc)
-		if err != nil {
-			return false, err
-		}
-		w.block("assistant")
-		w.dst = append(w.dst, `{"toolUse":{"toolUseId":`...)
-		w.dst = AppendJSONString(w.dst, id)
-		w.dst = append(w.dst, `,"name":`...)
-		w.dst = AppendJSONString(w.dst, name)
-		w.dst = append(w.dst, `,"input":`...)
-		w.dst = append(w.dst, args...) // checked to be a JSON object
-		w.dst = append(w.dst, "}}"...)
-	}
-	return len(arr) > 0, nil
+func (bedrockBlocks) toolUse(dst []byte, id, name, args string) []byte {
+	dst = append(dst, `{"toolUse":{"toolUseId":`...)
+	dst = AppendJSONString(dst, id)
+	dst = append(dst, `,"name":`...)
+	dst = AppendJSONString(dst, name)
+	dst = append(dst, `,"input":`...)
+	dst = append(dst, args...) // checked to be a JSON object
+	return append(dst, "}}"...)
 }
 
-func bedrockToolResult(w *msgWriter, m *fastjson.Value) error {
-	id, ok := jsonStr(m.Get("tool_call_id"))
-	if !ok || id == "" {
-		return badRequest("tool messages need a tool_call_id")
-	}
-	text, err := contentText(nil, m.Get("content"), "\n")
-	if err != nil {
-		return err
-	}
-	w.block("user")
-	w.dst = append(w.dst, `{"toolResult":{"toolUseId":`...)
-	w.dst = AppendJSONString(w.dst, id)
-	w.dst = append(w.dst, `,"content":[{"text":`...)
-	w.dst = AppendJSONString(w.dst, b2s(text))
-	w.dst = append(w.dst, `}]}}`...)
-	return nil
+func (bedrockBlocks) toolResult(dst []byte, id, text string) []byte {
+	dst = append(dst, `{"toolResult":{"toolUseId":`...)
+	dst = AppendJSONString(dst, id)
+	dst = append(dst, `,"content":[{"text":`...)
+	dst = AppendJSONString(dst, text)
+	return append(dst, `}]}}`...)
 }
 
 // TranslateResponse turns a Converse response into a chat.completion.

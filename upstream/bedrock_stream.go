@@ -13,24 +13,17 @@ import (
 func (bedrockAdapter) NewStream(c *Call) StreamDecoder {
 	cw := newChunkWriter(c)
 	cw.id = newChatID()
-	return &bedrockStream{cw: cw, dec: eventstream.NewDecoder()}
+	return &bedrockStream{chatStream: chatStream{cw: cw}, dec: eventstream.NewDecoder()}
 }
 
 // bedrockStream translates ConverseStream events into
-// chat.completion.chunk frames one event at a time. As for Anthropic, the
-// role chunk of messageStart is held back until the first frame that
-// carries content, so an exception before any content reaches the walk
-// with no frame, before the commit, and fails over (SPEC §4.6). Not safe
-// for concurrent use.
+// chat.completion.chunk frames one event at a time, holding back the role
+// chunk of messageStart as for Anthropic. Not safe for concurrent use.
 type bedrockStream struct {
-	cw      chunkWriter
+	chatStream
 	dec     *eventstream.Decoder
 	payload []byte // reused payload buffer
-	tools   []int16
-	ntool   int
-	role    bool // messageStart seen, its role chunk not yet sent
-	stopped bool // messageStop seen: the answer is complete
-	done    bool
+	stopped bool   // messageStop seen: the answer is complete
 }
 
 // Next implements StreamDecoder.
@@ -58,32 +51,11 @@ func (d *bedrockStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 		if cap(msg.Payload) > cap(d.payload) {
 			d.payload = msg.Payload[:0]
 		}
-		if dst, err = d.withRole(dst, start, &msg); err != nil || len(dst) > start {
+		dst, err = d.withRole(dst, start, func(dst []byte) ([]byte, error) { return d.message(dst, &msg) })
+		if err != nil || len(dst) > start {
 			return dst, err
 		}
 	}
-}
-
-// withRole translates one message, preceded by the held role chunk when
-// the message produces a frame. A failure drops everything appended since
-// start (the role chunk is all there can be), so it reaches the walk with
-// no frame; a message that produces nothing leaves the role held.
-func (d *bedrockStream) withRole(dst []byte, start int, m *eventstream.Message) ([]byte, error) {
-	if !d.role {
-		return d.message(dst, m)
-	}
-	mark := len(dst)
-	dst = d.cw.role(dst)
-	held := len(dst)
-	dst, err := d.message(dst, m)
-	switch {
-	case err != nil && err != io.EOF:
-		return dst[:start], err
-	case len(dst) == held && err == nil:
-		return dst[:mark], nil
-	}
-	d.role = false
-	return dst, err
 }
 
 func headerString(m *eventstream.Message, name string) string {
@@ -109,8 +81,7 @@ func (d *bedrockStream) message(dst []byte, m *eventstream.Message) ([]byte, err
 	defer chatParsers.Put(p)
 	v, err := p.ParseBytes(m.Payload)
 	if err != nil {
-		return dst, &StreamError{Class: ClassTransport, Status: 502,
-			Body: AppendError(nil, "malformed event in the upstream stream", TypeUpstream, CodeUpstreamError)}
+		return dst, malformedEvent()
 	}
 	switch headerString(m, ":event-type") {
 	case "messageStart":
@@ -119,18 +90,12 @@ func (d *bedrockStream) message(dst []byte, m *eventstream.Message) ([]byte, err
 		return dst, nil
 	case "contentBlockStart":
 		tu := v.Get("start", "toolUse")
-		idx := v.GetInt("contentBlockIndex")
-		if tu == nil || idx < 0 || idx >= maxToolBlocks {
+		if tu == nil {
 			return dst, nil
 		}
-		for len(d.tools) <= idx {
-			d.tools = append(d.tools, -1)
-		}
-		d.tools[idx] = int16(d.ntool)
-		d.ntool++
 		id, _ := jsonStr(tu.Get("toolUseId"))
 		name, _ := jsonStr(tu.Get("name"))
-		return d.cw.toolStart(dst, int(d.tools[idx]), id, name), nil
+		return d.toolStart(dst, v.GetInt("contentBlockIndex"), id, name), nil
 	case "contentBlockDelta":
 		delta := v.Get("delta")
 		if s, ok := jsonStr(delta.Get("text")); ok {
@@ -139,11 +104,8 @@ func (d *bedrockStream) message(dst []byte, m *eventstream.Message) ([]byte, err
 			}
 			return dst, nil
 		}
-		idx := v.GetInt("contentBlockIndex")
 		s, _ := jsonStr(delta.Get("toolUse", "input"))
-		if s != "" && idx >= 0 && idx < len(d.tools) && d.tools[idx] >= 0 {
-			return d.cw.toolArgs(dst, int(d.tools[idx]), s), nil
-		}
+		return d.toolArgs(dst, v.GetInt("contentBlockIndex"), s), nil
 	case "messageStop":
 		d.stopped = true
 		stop, _ := jsonStr(v.Get("stopReason"))
