@@ -86,7 +86,10 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 				// left: read it (briefly) so the connection goes back to the
 				// pool.
 				setStreamDeadline(laddr, clk.now().Add(drainTimeout))
-				io.Copy(io.Discard, io.LimitReader(br, maxDrain)) //nolint:errcheck
+				// br.Discard reads like io.Copy to io.Discard through a
+				// LimitReader (until EOF, an error or maxDrain bytes) but
+				// without allocating the LimitReader.
+				br.Discard(maxDrain) //nolint:errcheck
 			}
 			if client != nil {
 				// The connection goes on serving keep-alive requests, and
