@@ -331,13 +331,21 @@ func TestAnthropicRequestGolden(t *testing.T) {
 	})
 }
 
-func TestAnthropicNoKeyNoHeader(t *testing.T) {
+// buildHi builds a one-message chat request for ep with a, failing the
+// test if the adapter refuses it.
+func buildHi(t *testing.T, a Adapter, ep *Endpoint) *fasthttp.Request {
+	t.Helper()
 	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
+	t.Cleanup(func() { fasthttp.ReleaseRequest(req) })
 	c := &Call{Surface: router.SurfaceChat, Body: []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)}
-	if err := newAnthropicAdapter().BuildRequest(req, &Endpoint{BaseURL: "http://127.0.0.1:1"}, c, []byte("m")); err != nil {
+	if err := a.BuildRequest(req, ep, c, []byte("m")); err != nil {
 		t.Fatal(err)
 	}
+	return req
+}
+
+func TestAnthropicNoKeyNoHeader(t *testing.T) {
+	req := buildHi(t, newAnthropicAdapter(), &Endpoint{BaseURL: "http://127.0.0.1:1"})
 	if req.Header.Peek("x-api-key") != nil {
 		t.Errorf("x-api-key sent without a key: %q", req.Header.Peek("x-api-key"))
 	}
@@ -475,7 +483,6 @@ func TestAnthropicStreamHoldsRoleUntilContent(t *testing.T) {
 	errEvent := func(typ string) string {
 		return "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"" + typ + "\",\"message\":\"m\"}}\n\n"
 	}
-	prefix := []byte("data: earlier\n\n")
 	for _, tc := range []struct {
 		name   string
 		sse    string
@@ -496,28 +503,39 @@ func TestAnthropicStreamHoldsRoleUntilContent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dec := newAnthropicAdapter().NewStream(&Call{Surface: router.SurfaceChat, Stream: true, Model: []byte("v"), Body: []byte(`{}`)})
-			out, err := dec.Next(append([]byte(nil), prefix...), bufio.NewReader(strings.NewReader(tc.sse)))
-			if !bytes.HasPrefix(out, prefix) {
-				t.Fatalf("dst's earlier bytes changed: %q", out)
-			}
-			got := out[len(prefix):]
-			if tc.with == "" {
-				var se *StreamError
-				if !errors.As(err, &se) || se.Class != tc.class || (tc.status != 0 && se.Status != tc.status) {
-					t.Fatalf("first Next: %v, want a %v *StreamError (status %d)", err, tc.class, tc.status)
-				}
-				if len(got) != 0 {
-					t.Fatalf("first Next appended %q with the error, want nothing", got)
-				}
-				return
-			}
-			if tc.eof != (err == io.EOF) || (!tc.eof && err != nil) {
-				t.Fatalf("first Next: %v", err)
-			}
-			role := bytes.Index(got, []byte(`"role":"assistant"`))
-			if role < 0 || bytes.Count(got, []byte(`"role"`)) != 1 || bytes.Index(got, []byte(tc.with)) < role {
-				t.Fatalf("first Next: %q, want one role chunk, then %s", got, tc.with)
-			}
+			checkHeldRole(t, dec, bufio.NewReader(strings.NewReader(tc.sse)), tc.class, tc.status, tc.with, tc.eof)
 		})
+	}
+}
+
+// checkHeldRole runs a stream's first Next, on dst that already holds a
+// frame, and checks the held role chunk: with with == "", the first Next
+// returns a *StreamError of class (and status, if not 0) and appends
+// nothing; else it appends exactly one role chunk followed by with, and
+// returns io.EOF exactly when wantEOF.
+func checkHeldRole(t *testing.T, dec StreamDecoder, r *bufio.Reader, class Class, status int, with string, wantEOF bool) {
+	t.Helper()
+	prefix := []byte("data: earlier\n\n")
+	out, err := dec.Next(append([]byte(nil), prefix...), r)
+	if !bytes.HasPrefix(out, prefix) {
+		t.Fatalf("dst's earlier bytes changed: %q", out)
+	}
+	got := out[len(prefix):]
+	if with == "" {
+		var se *StreamError
+		if !errors.As(err, &se) || se.Class != class || (status != 0 && se.Status != status) {
+			t.Fatalf("first Next: %v, want a %v *StreamError (status %d)", err, class, status)
+		}
+		if len(got) != 0 {
+			t.Fatalf("first Next appended %q with the error, want nothing", got)
+		}
+		return
+	}
+	if wantEOF != (err == io.EOF) || (!wantEOF && err != nil) {
+		t.Fatalf("first Next: %v", err)
+	}
+	role := bytes.Index(got, []byte(`"role":"assistant"`))
+	if role < 0 || bytes.Count(got, []byte(`"role"`)) != 1 || bytes.Index(got, []byte(with)) < role {
+		t.Fatalf("first Next: %q, want one role chunk, then %s", got, with)
 	}
 }

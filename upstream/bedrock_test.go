@@ -236,12 +236,7 @@ func TestBedrockSigV4(t *testing.T) {
 }
 
 func TestBedrockNoCredentials(t *testing.T) {
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
-	c := &Call{Surface: router.SurfaceChat, Body: []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)}
-	if err := newBedrockAdapter().BuildRequest(req, &Endpoint{BaseURL: "http://127.0.0.1:1"}, c, []byte("m")); err != nil {
-		t.Fatal(err)
-	}
+	req := buildHi(t, newBedrockAdapter(), &Endpoint{BaseURL: "http://127.0.0.1:1"})
 	if req.Header.Peek("Authorization") != nil {
 		t.Errorf("Authorization sent without credentials: %q", req.Header.Peek("Authorization"))
 	}
@@ -276,13 +271,8 @@ func TestBedrockRegionFromHost(t *testing.T) {
 		}
 	}
 	// Signed with the host's region when Endpoint.Region is empty.
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
 	ep := &Endpoint{BaseURL: "https://bedrock-runtime.ap-south-1.amazonaws.com", AWSAccessKeyID: "AKID", AWSSecretAccessKey: "s"}
-	c := &Call{Surface: router.SurfaceChat, Body: []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)}
-	if err := newBedrockAdapter().BuildRequest(req, ep, c, []byte("m")); err != nil {
-		t.Fatal(err)
-	}
+	req := buildHi(t, newBedrockAdapter(), ep)
 	if auth := string(req.Header.Peek("Authorization")); !strings.Contains(auth, "/ap-south-1/bedrock/aws4_request") {
 		t.Errorf("Authorization %q", auth)
 	}
@@ -302,7 +292,6 @@ func TestBedrockStreamHoldsRoleUntilContent(t *testing.T) {
 		exc   = `{"headers":{":message-type":"exception",":exception-type":"serviceUnavailableException"},"payload":{"message":"busy"}}`
 		errm  = `{"headers":{":message-type":"error",":error-code":"throttlingException",":error-message":"slow down"},"payload":{}}`
 	)
-	prefix := []byte("data: earlier\n\n")
 	for _, tc := range []struct {
 		name   string
 		events []string
@@ -323,25 +312,7 @@ func TestBedrockStreamHoldsRoleUntilContent(t *testing.T) {
 				raw[i] = json.RawMessage(e)
 			}
 			dec := newBedrockAdapter().NewStream(&Call{Surface: router.SurfaceChat, Stream: true, Model: []byte("claude"), Body: []byte(`{}`)})
-			out, err := dec.Next(append([]byte(nil), prefix...), bufio.NewReader(bytes.NewReader(encodeEvents(t, raw))))
-			if !bytes.HasPrefix(out, prefix) {
-				t.Fatalf("dst's earlier bytes changed: %q", out)
-			}
-			got := out[len(prefix):]
-			if tc.with == "" {
-				var se *StreamError
-				if !errors.As(err, &se) || se.Class != tc.class || (tc.status != 0 && se.Status != tc.status) {
-					t.Fatalf("first Next: %v, want a %v *StreamError (status %d)", err, tc.class, tc.status)
-				}
-				if len(got) != 0 {
-					t.Fatalf("first Next appended %q with the error, want nothing", got)
-				}
-				return
-			}
-			role := bytes.Index(got, []byte(`"role":"assistant"`))
-			if err != nil || role < 0 || bytes.Count(got, []byte(`"role"`)) != 1 || bytes.Index(got, []byte(tc.with)) < role {
-				t.Fatalf("first Next: %q, %v; want one role chunk, then %s", got, err, tc.with)
-			}
+			checkHeldRole(t, dec, bufio.NewReader(bytes.NewReader(encodeEvents(t, raw))), tc.class, tc.status, tc.with, false)
 		})
 	}
 }
