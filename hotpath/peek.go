@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/router"
 )
 
 // peek is what routing reads of a request body (SPEC §4.1): the four fields
@@ -75,7 +77,7 @@ func (p *peek) parse(body []byte) error {
 		return fmt.Errorf("request body is not valid JSON: %s", err)
 	}
 	if t := v.Type(); t != fastjson.TypeObject {
-		return fmt.Errorf("request body must be a JSON object, not %s", jsonTypeName(t))
+		return fmt.Errorf("request body must be a JSON object, not %s", router.JSONTypeName(t))
 	}
 	obj, _ := v.Object() // cannot fail: v is an object
 	obj.Visit(p.visit)
@@ -118,7 +120,7 @@ func (p *peek) visit(key []byte, v *fastjson.Value) {
 	switch bit {
 	case seenModel:
 		if t != fastjson.TypeString {
-			p.err = fmt.Errorf(`"model" must be a string, not %s`, jsonTypeName(t))
+			p.err = fmt.Errorf(`"model" must be a string, not %s`, router.JSONTypeName(t))
 			return
 		}
 		p.Model, _ = v.StringBytes() // cannot fail: v is a string
@@ -127,7 +129,7 @@ func (p *peek) visit(key []byte, v *fastjson.Value) {
 		}
 	case seenUser:
 		if t != fastjson.TypeString {
-			p.err = fmt.Errorf(`"user" must be a string, not %s`, jsonTypeName(t))
+			p.err = fmt.Errorf(`"user" must be a string, not %s`, router.JSONTypeName(t))
 			return
 		}
 		p.User, _ = v.StringBytes()
@@ -138,7 +140,7 @@ func (p *peek) visit(key []byte, v *fastjson.Value) {
 			p.Stream = true
 		case fastjson.TypeFalse:
 		default:
-			p.err = fmt.Errorf(`"stream" must be a boolean, not %s`, jsonTypeName(t))
+			p.err = fmt.Errorf(`"stream" must be a boolean, not %s`, router.JSONTypeName(t))
 		}
 	case seenTools:
 		switch t {
@@ -147,26 +149,7 @@ func (p *peek) visit(key []byte, v *fastjson.Value) {
 			a, _ := v.Array() // cannot fail: v is an array
 			p.HasTools = len(a) > 0
 		default:
-			p.err = fmt.Errorf(`"tools" must be an array, not %s`, jsonTypeName(t))
+			p.err = fmt.Errorf(`"tools" must be an array, not %s`, router.JSONTypeName(t))
 		}
 	}
-}
-
-// jsonTypeName names a JSON type for an error message.
-func jsonTypeName(t fastjson.Type) string {
-	switch t {
-	case fastjson.TypeObject:
-		return "an object"
-	case fastjson.TypeArray:
-		return "an array"
-	case fastjson.TypeString:
-		return "a string"
-	case fastjson.TypeNumber:
-		return "a number"
-	case fastjson.TypeTrue, fastjson.TypeFalse:
-		return "a boolean"
-	case fastjson.TypeNull:
-		return "null"
-	}
-	return "an unknown JSON type"
 }

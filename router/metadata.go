@@ -80,7 +80,7 @@ func (p *MetadataParser) Parse(header []byte) ([]Pair, error) {
 		return nil, fmt.Errorf("X-Gateway-Metadata: must be a single JSON object: %s", err)
 	}
 	if t := v.Type(); t != fastjson.TypeObject {
-		return nil, fmt.Errorf("X-Gateway-Metadata: must be a JSON object, not %s", typeName(t))
+		return nil, fmt.Errorf("X-Gateway-Metadata: must be a JSON object, not %s", JSONTypeName(t))
 	}
 	obj, _ := v.Object() // cannot fail: v is an object
 	if n := obj.Len(); n > MaxMetadataEntries {
@@ -128,7 +128,7 @@ func (p *MetadataParser) visit(key []byte, v *fastjson.Value) {
 		p.vals = v.MarshalTo(p.vals)
 		val = p.vals[start:len(p.vals):len(p.vals)]
 	default:
-		p.err = fmt.Errorf("X-Gateway-Metadata: value of %q must be a string, number or boolean, not %s", key, typeName(t))
+		p.err = fmt.Errorf("X-Gateway-Metadata: value of %q must be a string, number or boolean, not %s", key, JSONTypeName(t))
 		return
 	}
 	// Parse checked the entry count, so len(p.pairs) < MaxMetadataEntries.
@@ -146,8 +146,11 @@ func fnv32a(b []byte) uint32 {
 	return h
 }
 
-// typeName names a JSON type for an error message.
-func typeName(t fastjson.Type) string {
+// JSONTypeName names a JSON type for an error message, with its article:
+// "an object", "an array", "a string", "a number", "a boolean" or "null".
+// The gateway's request checks (hotpath's peek, the metadata header) use
+// it so they word a wrong type the same way.
+func JSONTypeName(t fastjson.Type) string {
 	switch t {
 	case fastjson.TypeObject:
 		return "an object"
