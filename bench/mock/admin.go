@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/upstream"
 )
 
 // Failure kinds for Failure.Kind.
@@ -178,7 +180,7 @@ func (s *Server) ResetStats() {
 
 func (st *Stats) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"name":`...)
-	dst = appendJSONString(dst, st.Name)
+	dst = upstream.AppendJSONString(dst, st.Name)
 	dst = append(dst, `,"requests":`...)
 	dst = strconv.AppendInt(dst, st.Requests, 10)
 	dst = append(dst, `,"by_path":{`...)
@@ -186,7 +188,7 @@ func (st *Stats) appendJSON(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, p)
+		dst = upstream.AppendJSONString(dst, p)
 		dst = append(dst, ':')
 		dst = strconv.AppendInt(dst, st.ByPath[p], 10)
 	}

@@ -6,11 +6,12 @@ import (
 	"net/url"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/valyala/bytebufferpool"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/upstream"
 )
 
 // Surfaces the mock counts separately.
@@ -46,9 +47,9 @@ func (s *Server) appendChat(dst []byte, id uint64, model []byte) []byte {
 	dst = append(dst, `","object":"chat.completion","created":`...)
 	dst = strconv.AppendInt(dst, time.Now().Unix(), 10)
 	dst = append(dst, `,"model":`...)
-	dst = appendJSONString(dst, string(model))
+	dst = upstream.AppendJSONString(dst, string(model))
 	dst = append(dst, `,"system_fingerprint":`...)
-	dst = appendJSONString(dst, s.opts.Name)
+	dst = upstream.AppendJSONString(dst, s.opts.Name)
 	dst = append(dst, `,"choices":[{"index":0,"message":{"role":"assistant","content":"`...)
 	dst = append(dst, s.content...)
 	dst = append(dst, `","refusal":null},"logprobs":null,"finish_reason":"stop"}],`...)
@@ -61,9 +62,9 @@ func (s *Server) appendCompletion(dst []byte, id uint64, model []byte) []byte {
 	dst = append(dst, `","object":"text_completion","created":`...)
 	dst = strconv.AppendInt(dst, time.Now().Unix(), 10)
 	dst = append(dst, `,"model":`...)
-	dst = appendJSONString(dst, string(model))
+	dst = upstream.AppendJSONString(dst, string(model))
 	dst = append(dst, `,"system_fingerprint":`...)
-	dst = appendJSONString(dst, s.opts.Name)
+	dst = upstream.AppendJSONString(dst, s.opts.Name)
 	dst = append(dst, `,"choices":[{"text":"`...)
 	dst = append(dst, s.content...)
 	dst = append(dst, `","index":0,"logprobs":null,"finish_reason":"stop"}],`...)
@@ -107,7 +108,7 @@ func (s *Server) appendEmbeddings(dst []byte, model []byte, input *fastjson.Valu
 		dst = append(dst, "]}"...)
 	}
 	dst = append(dst, `],"model":`...)
-	dst = appendJSONString(dst, string(model))
+	dst = upstream.AppendJSONString(dst, string(model))
 	dst = append(dst, `,"usage":{"prompt_tokens":8,"total_tokens":8}}`...)
 	return dst
 }
@@ -138,9 +139,9 @@ func appendModels(dst []byte, o Options) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"id":`...)
-		dst = appendJSONString(dst, m)
+		dst = upstream.AppendJSONString(dst, m)
 		dst = append(dst, `,"object":"model","created":1700000000,"owned_by":`...)
-		dst = appendJSONString(dst, o.Name)
+		dst = upstream.AppendJSONString(dst, o.Name)
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}"...)
@@ -257,9 +258,9 @@ func (s *Server) appendChunk(dst []byte, surface int, id uint64, created int64, 
 	}
 	dst = strconv.AppendInt(dst, created, 10)
 	dst = append(dst, `,"model":`...)
-	dst = appendJSONString(dst, model)
+	dst = upstream.AppendJSONString(dst, model)
 	dst = append(dst, `,"system_fingerprint":`...)
-	dst = appendJSONString(dst, s.opts.Name)
+	dst = upstream.AppendJSONString(dst, s.opts.Name)
 	if surface == surfCompletions {
 		dst = append(dst, `,"choices":[{"text":"`...)
 		dst = append(dst, piece...)
@@ -286,30 +287,22 @@ func writeError(ctx *fasthttp.RequestCtx, status int, typ, code, message string)
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
 	b := bufPool.Get()
-	b.B = append(b.B[:0], `{"error":{"message":`...)
-	b.B = appendJSONString(b.B, message)
-	b.B = append(b.B, `,"type":`...)
-	b.B = appendJSONString(b.B, typ)
-	b.B = append(b.B, `,"param":null,"code":`...)
-	b.B = appendJSONString(b.B, code)
-	b.B = append(b.B, "}}"...)
+	b.B = upstream.AppendError(b.B[:0], message, typ, code)
 	ctx.SetBody(b.B)
 	bufPool.Put(b)
 }
 
-// appendErrorBody appends {"error":{...}} for an injected failure.
+// appendErrorBody appends {"error":{...}} for an injected failure; with
+// no code, "code" is null as in many real provider errors.
 func appendErrorBody(dst []byte, status int, code, message string) []byte {
-	dst = append(dst, `{"error":{"message":`...)
-	dst = appendJSONString(dst, message)
-	dst = append(dst, `,"type":`...)
-	dst = appendJSONString(dst, errorType(status))
-	dst = append(dst, `,"param":null,"code":`...)
-	if code == "" {
-		dst = append(dst, "null"...)
-	} else {
-		dst = appendJSONString(dst, code)
+	if code != "" {
+		return upstream.AppendError(dst, message, errorType(status), code)
 	}
-	return append(dst, "}}"...)
+	dst = append(dst, `{"error":{"message":`...)
+	dst = upstream.AppendJSONString(dst, message)
+	dst = append(dst, `,"type":`...)
+	dst = upstream.AppendJSONString(dst, errorType(status))
+	return append(dst, `,"param":null,"code":null}}`...)
 }
 
 // errorType is the OpenAI error type a real provider uses for status.
@@ -324,35 +317,4 @@ func errorType(status int) string {
 	default:
 		return "invalid_request_error"
 	}
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string literal; invalid UTF-8 becomes
-// U+FFFD so the output is always valid JSON.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				dst = append(dst, '\\', c)
-			case c < 0x20:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, `\ufffd`...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(dst, '"')
 }
