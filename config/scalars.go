@@ -12,14 +12,24 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-// str decodes a scalar as text, expanding ${VAR} references in strings.
-// ok is false when the value is absent or null, or reported as wrong.
-func (d *decoder) str(n ast.Node, path, what string) (string, bool) {
+// value resolves n to the node that holds its value; nil when the value
+// is absent, null or an alias reported as broken.
+func (d *decoder) value(n ast.Node, path string) ast.Node {
 	if n == nil {
-		return "", false
+		return nil
 	}
 	r, _ := d.resolve(n, path)
 	if r == nil || isNull(r) {
+		return nil
+	}
+	return r
+}
+
+// str decodes a scalar as text, expanding ${VAR} references in strings.
+// ok is false when the value is absent or null, or reported as wrong.
+func (d *decoder) str(n ast.Node, path, what string) (string, bool) {
+	r := d.value(n, path)
+	if r == nil {
 		return "", false
 	}
 	s, ok := scalarText(r)
@@ -62,18 +72,14 @@ func (d *decoder) setStr(m map[string]ast.Node, path, key string, dst *string) {
 // setInt decodes m[key] into *dst when present. A string is accepted only
 // when it came from a ${VAR} reference, so `attempts: ${RETRIES}` works.
 func (d *decoder) setInt(m map[string]ast.Node, path, key string, dst *int) {
-	p := join(path, key)
-	if v, ok := d.integer(m[key], p); ok {
+	if v, ok := d.integer(m[key], join(path, key)); ok {
 		*dst = v
 	}
 }
 
 func (d *decoder) integer(n ast.Node, path string) (int, bool) {
-	if n == nil {
-		return 0, false
-	}
-	r, _ := d.resolve(n, path)
-	if r == nil || isNull(r) {
+	r := d.value(n, path)
+	if r == nil {
 		return 0, false
 	}
 	switch v := r.(type) {
@@ -128,13 +134,9 @@ func isDigits(s string) bool {
 
 // setBool decodes m[key] into *dst when present.
 func (d *decoder) setBool(m map[string]ast.Node, path, key string, dst *bool) {
-	p := join(path, key)
-	n := m[key]
-	if n == nil {
-		return
-	}
-	r, _ := d.resolve(n, p)
-	if r == nil || isNull(r) {
+	p, n := join(path, key), m[key]
+	r := d.value(n, p)
+	if r == nil {
 		return
 	}
 	if b, ok := r.(*ast.BoolNode); ok {
@@ -160,13 +162,9 @@ func (d *decoder) setBool(m map[string]ast.Node, path, key string, dst *bool) {
 
 // setDuration decodes m[key], a Go duration string, into *dst when present.
 func (d *decoder) setDuration(m map[string]ast.Node, path, key string, dst *time.Duration) {
-	p := join(path, key)
-	n := m[key]
-	if n == nil {
-		return
-	}
-	r, _ := d.resolve(n, p)
-	if r == nil || isNull(r) {
+	p, n := join(path, key), m[key]
+	r := d.value(n, p)
+	if r == nil {
 		return
 	}
 	switch r.(type) {
@@ -233,13 +231,9 @@ func (d *decoder) setIntList(m map[string]ast.Node, path, key string, dst *[]int
 // setStrMap decodes a mapping of strings to strings into *dst when present.
 // Entry paths are path["key"].
 func (d *decoder) setStrMap(m map[string]ast.Node, path, key string, dst *map[string]string) {
-	p := join(path, key)
-	n := m[key]
-	if n == nil {
-		return
-	}
-	r, _ := d.resolve(n, p)
-	if r == nil || isNull(r) {
+	p, n := join(path, key), m[key]
+	r := d.value(n, p)
+	if r == nil {
 		return
 	}
 	switch r.(type) {
