@@ -289,12 +289,16 @@ func releaseScratch(sc *scratch) {
 // "fallback" when none matched.
 func setRuleHeader(rc *fasthttp.RequestCtx, rule int) {
 	if rule < 0 {
-		rc.Response.Header.Set(headerRule, "fallback")
+		rc.Response.Header.SetCanonical(headerRuleBytes, fallbackBytes)
 		return
 	}
 	var buf [20]byte
-	rc.Response.Header.SetBytesV(headerRule, strconv.AppendInt(buf[:0], int64(rule), 10))
+	rc.Response.Header.SetCanonical(headerRuleBytes, strconv.AppendInt(buf[:0], int64(rule), 10))
 }
+
+// headerRuleBytes is headerRule in fasthttp's canonical form, so setting it
+// skips normalizing the name; fallbackBytes is its no-match value.
+var headerRuleBytes, fallbackBytes = []byte(headerRule), []byte("fallback")
 
 // recoverPanic is Handler's deferred guard. It must be deferred directly
 // (recover only works there). It reports the panic to Gateway.Panicked and,

@@ -48,7 +48,7 @@ var requestIDSeq atomic.Uint64
 // counter increment and a stack buffer; it allocates nothing.
 func setRequestID(rc *fasthttp.RequestCtx) {
 	if id := rc.Request.Header.Peek(headerRequestID); validClientRequestID(id) {
-		rc.Response.Header.SetBytesV(headerRequestID, id)
+		rc.Response.Header.SetCanonical(headerRequestIDBytes, id)
 		return
 	}
 	var buf [12 + 1 + 16]byte
@@ -59,10 +59,14 @@ func setRequestID(rc *fasthttp.RequestCtx) {
 		buf[i] = hexDigits[n&0xf]
 		n >>= 4
 	}
-	rc.Response.Header.SetBytesV(headerRequestID, buf[:])
+	rc.Response.Header.SetCanonical(headerRequestIDBytes, buf[:])
 	// The request carries the id too, so everything after this point (the
 	// walk, the access log) sees one id whichever way it looks.
-	rc.Request.Header.SetBytesV(headerRequestID, buf[:])
+	rc.Request.Header.SetCanonical(headerRequestIDBytes, buf[:])
 }
+
+// headerRequestIDBytes is headerRequestID, already in the canonical form
+// fasthttp stores header names in, so setting it skips normalizing the name.
+var headerRequestIDBytes = []byte(headerRequestID)
 
 const hexDigits = "0123456789abcdef"

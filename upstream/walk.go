@@ -290,10 +290,14 @@ func (w *walk) retryable(t *Target, o outcome) bool {
 	return false
 }
 
+// Header names in fasthttp's canonical form (each word capitalized), so
+// SetCanonical can store them without normalizing the name per request.
 var (
 	headerRequestID      = []byte("X-Request-Id")
 	headerAcceptEncoding = []byte("Accept-Encoding")
 	identityCoding       = []byte("identity")
+	headerModel          = []byte(HeaderModel)
+	headerAttempts       = []byte(HeaderAttempts)
 )
 
 // attempt makes one upstream call. For a success it writes the answer
@@ -330,15 +334,15 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	// everything else, so the client's Authorization, X-Gateway-Metadata and
 	// hop-by-hop headers never reach the upstream.
 	if id := w.rc.Response.Header.PeekBytes(headerRequestID); len(id) > 0 {
-		req.Header.SetBytesKV(headerRequestID, id)
+		req.Header.SetCanonical(headerRequestID, id)
 	} else if id := w.rc.Request.Header.PeekBytes(headerRequestID); len(id) > 0 {
-		req.Header.SetBytesKV(headerRequestID, id)
+		req.Header.SetCanonical(headerRequestID, id)
 	}
 	// A request without Accept-Encoding accepts any coding (RFC 9110
 	// §12.5.3), and a CDN in front of a provider may then gzip the answer:
 	// the walk relays bodies and SSE as plain bytes, so it asks for none.
 	// Set after BuildRequest and not signed: SigV4 allows unsigned headers.
-	req.Header.SetBytesKV(headerAcceptEncoding, identityCoding)
+	req.Header.SetCanonical(headerAcceptEncoding, identityCoding)
 	if w.call.Stream {
 		resp.StreamBody = true
 	}
@@ -438,7 +442,7 @@ func (w *walk) headers(t *Target) {
 	h.Set(HeaderProvider, t.Provider)
 	setModelHeader(h, t.UpstreamModel(w.call.Model))
 	var buf [20]byte
-	h.SetBytesV(HeaderAttempts, strconv.AppendInt(buf[:0], int64(w.res.Attempts), 10))
+	h.SetCanonical(headerAttempts, strconv.AppendInt(buf[:0], int64(w.res.Attempts), 10))
 }
 
 // setModelHeader sets X-Gateway-Model to model. The id comes from the
@@ -456,11 +460,11 @@ func setModelHeader(h *fasthttp.ResponseHeader, model []byte) {
 					clean[j] = '?'
 				}
 			}
-			h.SetBytesV(HeaderModel, clean)
+			h.SetCanonical(headerModel, clean)
 			return
 		}
 	}
-	h.SetBytesV(HeaderModel, model)
+	h.SetCanonical(headerModel, model)
 }
 
 // fail writes the final error of a walk that found no answer (SPEC §5).
