@@ -105,7 +105,8 @@ func anthropicTools(dst []byte, root *fastjson.Value) ([]byte, error) {
 	if n > 0 {
 		dst = append(dst, ']')
 	}
-	noParallel := root.Get("parallel_tool_calls") != nil && root.Get("parallel_tool_calls").Type() == fastjson.TypeFalse
+	pc := root.Get("parallel_tool_calls")
+	noParallel := pc != nil && pc.Type() == fastjson.TypeFalse
 	if n == 0 || (tc.mode == "" && !noParallel) {
 		return dst, nil
 	}
