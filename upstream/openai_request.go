@@ -88,6 +88,42 @@ func parseChatRequest(p *fastjson.Parser, body []byte) (*fastjson.Value, chatPar
 	return root, cp, nil
 }
 
+// appendSampling appends the token limit, temperature, top_p and stop
+// sequences under the provider's key names (quoted, e.g. `"max_tokens"`),
+// starting with the token limit and no leading comma.
+func (cp *chatParams) appendSampling(dst []byte, maxTokensKey, topPKey, stopKey string) []byte {
+	dst = append(dst, maxTokensKey...)
+	dst = append(dst, ':')
+	if cp.maxTokens != nil {
+		dst = cp.maxTokens.MarshalTo(dst)
+	} else {
+		dst = strconv.AppendInt(dst, defaultMaxTokens, 10)
+	}
+	if cp.temperature != nil {
+		dst = append(dst, `,"temperature":`...)
+		dst = cp.temperature.MarshalTo(dst)
+	}
+	if cp.topP != nil {
+		dst = append(dst, ',')
+		dst = append(dst, topPKey...)
+		dst = append(dst, ':')
+		dst = cp.topP.MarshalTo(dst)
+	}
+	if len(cp.stop) > 0 {
+		dst = append(dst, ',')
+		dst = append(dst, stopKey...)
+		dst = append(dst, ":["...)
+		for i, s := range cp.stop {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONValue(dst, s)
+		}
+		dst = append(dst, ']')
+	}
+	return dst
+}
+
 // chatTool is one OpenAI function tool.
 type chatTool struct {
 	name, description string
@@ -121,6 +157,23 @@ func forEachTool(root *fastjson.Value, f func(chatTool)) error {
 		f(ct)
 	}
 	return nil
+}
+
+// appendFields appends the tool's name, description and parameters, the
+// last under schemaKey (everything up to the schema, e.g. `"input_schema":`).
+func (t chatTool) appendFields(dst []byte, schemaKey string) []byte {
+	dst = append(dst, `"name":`...)
+	dst = AppendJSONString(dst, t.name)
+	if t.description != "" {
+		dst = append(dst, `,"description":`...)
+		dst = AppendJSONString(dst, t.description)
+	}
+	dst = append(dst, ',')
+	dst = append(dst, schemaKey...)
+	if t.parameters != nil {
+		return appendJSONValue(dst, t.parameters)
+	}
+	return append(dst, `{"type":"object"}`...)
 }
 
 // toolChoice is the request's tool_choice, normalized.
@@ -208,114 +261,6 @@ func parseImageURL(p *fastjson.Value) (imageRef, error) {
 	return imageRef{}, badRequest("image_url.url must be an http(s) or data: URL")
 }
 
-// msgWriter appends a provider's messages array, merging consecutive
-// messages of the same role into one (both providers want alternating
-// roles) and opening a message only when it gets its first block, so no
-// message is ever empty.
-type msgWriter struct {
-	dst  []byte
-	d    blockDialect
-	role string // role of the open message; "" = none
-	n    int    // messages opened
-	// toolHistory is set once the conversation holds a tool call or result.
-	toolHistory bool
-}
-
-// block prepares dst for one more content block of role.
-func (w *msgWriter) block(role string) {
-	if w.role == role {
-		w.dst = append(w.dst, ',')
-		return
-	}
-	w.close()
-	if w.n > 0 {
-		w.dst = append(w.dst, ',')
-	}
-	w.n++
-	w.dst = append(w.dst, `{"role":"`...)
-	w.dst = append(w.dst, role...)
-	w.dst = append(w.dst, `","content":[`...)
-	w.role = role
-}
-
-func (w *msgWriter) close() {
-	if w.role != "" {
-		w.dst = append(w.dst, "]}"...)
-		w.role = ""
-	}
-}
-
-// toolArguments returns an assistant tool call's arguments string, checked
-// to be a JSON object ("" becomes {}).
-func toolArguments(p *fastjson.Parser, tc *fastjson.Value) (string, error) {
-	args, ok := jsonStr(tc.Get("function", "arguments"))
-	if !ok && tc.Get("function", "arguments") != nil {
-		return "", badRequest("tool_calls[].function.arguments must be a string")
-	}
-	if strings.TrimSpace(args) == "" {
-		return "{}", nil
-	}
-	// A separate parser: the caller's values live in its own parser.
-	v, err := p.Parse(args)
-	if err != nil || v.Type() != fastjson.TypeObject {
-		return "", badRequest("tool_calls[].function.arguments must be a JSON object")
-	}
-	return args, nil
-}
-
-// appendSampling appends the token limit, temperature, top_p and stop
-// sequences under the provider's key names (quoted, e.g. `"max_tokens"`),
-// starting with the token limit and no leading comma.
-func (cp *chatParams) appendSampling(dst []byte, maxTokensKey, topPKey, stopKey string) []byte {
-	dst = append(dst, maxTokensKey...)
-	dst = append(dst, ':')
-	if cp.maxTokens != nil {
-		dst = cp.maxTokens.MarshalTo(dst)
-	} else {
-		dst = strconv.AppendInt(dst, defaultMaxTokens, 10)
-	}
-	if cp.temperature != nil {
-		dst = append(dst, `,"temperature":`...)
-		dst = cp.temperature.MarshalTo(dst)
-	}
-	if cp.topP != nil {
-		dst = append(dst, ',')
-		dst = append(dst, topPKey...)
-		dst = append(dst, ':')
-		dst = cp.topP.MarshalTo(dst)
-	}
-	if len(cp.stop) > 0 {
-		dst = append(dst, ',')
-		dst = append(dst, stopKey...)
-		dst = append(dst, ":["...)
-		for i, s := range cp.stop {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONValue(dst, s)
-		}
-		dst = append(dst, ']')
-	}
-	return dst
-}
-
-// appendFields appends the tool's name, description and parameters, the
-// last under schemaKey (everything up to the schema, e.g. `"input_schema":`).
-func (t chatTool) appendFields(dst []byte, schemaKey string) []byte {
-	dst = append(dst, `"name":`...)
-	dst = AppendJSONString(dst, t.name)
-	if t.description != "" {
-		dst = append(dst, `,"description":`...)
-		dst = AppendJSONString(dst, t.description)
-	}
-	dst = append(dst, ',')
-	dst = append(dst, schemaKey...)
-	if t.parameters != nil {
-		return appendJSONValue(dst, t.parameters)
-	}
-	return append(dst, `{"type":"object"}`...)
-}
-
 // blockDialect spells one provider's content blocks. Stateless; the
 // implementations are empty structs.
 type blockDialect interface {
@@ -385,6 +330,43 @@ func appendMessages(dst []byte, msgs []*fastjson.Value, d blockDialect) ([]byte,
 	}
 	w.close()
 	return append(w.dst, ']'), w.toolHistory, nil
+}
+
+// msgWriter appends a provider's messages array, merging consecutive
+// messages of the same role into one (both providers want alternating
+// roles) and opening a message only when it gets its first block, so no
+// message is ever empty.
+type msgWriter struct {
+	dst  []byte
+	d    blockDialect
+	role string // role of the open message; "" = none
+	n    int    // messages opened
+	// toolHistory is set once the conversation holds a tool call or result.
+	toolHistory bool
+}
+
+// block prepares dst for one more content block of role.
+func (w *msgWriter) block(role string) {
+	if w.role == role {
+		w.dst = append(w.dst, ',')
+		return
+	}
+	w.close()
+	if w.n > 0 {
+		w.dst = append(w.dst, ',')
+	}
+	w.n++
+	w.dst = append(w.dst, `{"role":"`...)
+	w.dst = append(w.dst, role...)
+	w.dst = append(w.dst, `","content":[`...)
+	w.role = role
+}
+
+func (w *msgWriter) close() {
+	if w.role != "" {
+		w.dst = append(w.dst, "]}"...)
+		w.role = ""
+	}
 }
 
 // text appends a text block of role; empty text is dropped (neither
@@ -488,4 +470,22 @@ func (w *msgWriter) toolResult(m *fastjson.Value) error {
 	w.dst = w.d.toolResult(w.dst, id, text)
 	w.toolHistory = true
 	return nil
+}
+
+// toolArguments returns an assistant tool call's arguments string, checked
+// to be a JSON object ("" becomes {}).
+func toolArguments(p *fastjson.Parser, tc *fastjson.Value) (string, error) {
+	args, ok := jsonStr(tc.Get("function", "arguments"))
+	if !ok && tc.Get("function", "arguments") != nil {
+		return "", badRequest("tool_calls[].function.arguments must be a string")
+	}
+	if strings.TrimSpace(args) == "" {
+		return "{}", nil
+	}
+	// A separate parser: the caller's values live in its own parser.
+	v, err := p.Parse(args)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		return "", badRequest("tool_calls[].function.arguments must be a JSON object")
+	}
+	return args, nil
 }
