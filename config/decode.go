@@ -46,6 +46,25 @@ type decoder struct {
 	// baseFromEnv names the <PROVIDER>_BASE_URL variable a target's base_url
 	// came from, by target index.
 	baseFromEnv map[int]string
+	// interned holds one copy of each short string that many conditions
+	// repeat (key, field and target names), so the Config a gateway keeps
+	// references one copy instead of one per condition. Built lazily.
+	interned map[string]string
+}
+
+// intern returns the decoder's copy of s (s itself the first time).
+func (d *decoder) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if v, ok := d.interned[s]; ok {
+		return v
+	}
+	if d.interned == nil {
+		d.interned = make(map[string]string)
+	}
+	d.interned[s] = s
+	return s
 }
 
 // addKeyAt reports a problem with a key itself (unknown, duplicate): it does

@@ -229,6 +229,12 @@ func (d *decoder) decodeCondition(n ast.Node, path string) Condition {
 	}
 	d.setStr(m, path, "target_key", &c.TargetKey)
 	d.setStrList(m, path, "target_keys", "target names", &c.TargetKeys)
+	// The Config outlives parsing (the gateway keeps it); share the strings
+	// thousands of conditions repeat.
+	c.Key, c.Field, c.TargetKey = d.intern(c.Key), d.intern(c.Field), d.intern(c.TargetKey)
+	for i, k := range c.TargetKeys {
+		c.TargetKeys[i] = d.intern(k)
+	}
 	return c
 }
 
