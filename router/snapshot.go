@@ -17,7 +17,6 @@ import (
 type Snapshot struct {
 	targets []TargetSpec
 	rules   []RuleSpec
-	models  []ModelInfo
 	created int64
 
 	// fallback is the no-match chain [0]. Every rules[i].Chain is a
@@ -119,7 +118,6 @@ func Compile(rules []RuleSpec, targets []TargetSpec, created int64) (*Snapshot, 
 		}
 	}
 	s.prefix = prefixes.build()
-	s.models = s.computeModels()
 	return s, nil
 }
 
@@ -248,10 +246,11 @@ func (s *Snapshot) ServesSurface(t int, x Surface) bool {
 	return x < NumSurfaces && s.targets[t].Surfaces.Has(x)
 }
 
-// Models returns the /v1/models list (SPEC §5), computed once at Compile:
-// sorted by ID, no duplicates, never nil. The slice is shared; callers must
-// not modify it.
-func (s *Snapshot) Models() []ModelInfo { return s.models }
+// Models returns the /v1/models list (SPEC §5): sorted by ID, no
+// duplicates, never nil. It is computed on each call (a walk over targets
+// and rules, for a caller that builds the answer once per configuration) so
+// the Snapshot does not keep a copy per model; the caller owns the slice.
+func (s *Snapshot) Models() []ModelInfo { return s.computeModels() }
 
 // Created returns the created timestamp passed to Compile.
 func (s *Snapshot) Created() int64 { return s.created }
