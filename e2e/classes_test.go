@@ -32,11 +32,7 @@ func TestFailoverOnTransportErrorAnd408(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			modes(t, func(t *testing.T, stream bool) {
-				e := newEnv(t)
-				e.anth.failWith(&tc.fail)
-				r := e.chat(t, chatParams(claudeModel), stream)
-				wantBedrockAnswered(t, e, r, stream, "2")
-				e.wantCalls(t, 0, 1, 1, 0)
+				wantFailoverToBedrock(t, &tc.fail, stream)
 			})
 		})
 	}
@@ -45,11 +41,7 @@ func TestFailoverOnTransportErrorAnd408(t *testing.T) {
 // An error event as the first frame of anthropic's stream is failover-safe:
 // nothing reached the client yet.
 func TestFailoverOnStreamErrorFirstFrame(t *testing.T) {
-	e := newEnv(t)
-	e.anth.failWith(&anthropicFailure{kind: failSSEFirst, typ: "overloaded_error", msg: "Overloaded"})
-	r := e.chat(t, chatParams(claudeModel), true)
-	wantBedrockAnswered(t, e, r, true, "2")
-	e.wantCalls(t, 0, 1, 1, 0)
+	wantFailoverToBedrock(t, &anthropicFailure{kind: failSSEFirst, typ: "overloaded_error", msg: "Overloaded"}, true)
 }
 
 // An attempt that outlives the target's timeout is abandoned and the walk
@@ -466,9 +458,5 @@ func TestStreamTimeoutIsUntilFirstByte(t *testing.T) {
 // A context-length overflow reported as the first event of anthropic's
 // stream fails over like the same error as a 400.
 func TestFailoverOnStreamPromptTooLongFirstFrame(t *testing.T) {
-	e := newEnv(t)
-	e.anth.failWith(&anthropicFailure{kind: failSSEFirst, typ: "invalid_request_error", msg: "prompt is too long: 215000 tokens > 200000 maximum"})
-	r := e.chat(t, chatParams(claudeModel), true)
-	wantBedrockAnswered(t, e, r, true, "2")
-	e.wantCalls(t, 0, 1, 1, 0)
+	wantFailoverToBedrock(t, &anthropicFailure{kind: failSSEFirst, typ: "invalid_request_error", msg: "prompt is too long: 215000 tokens > 200000 maximum"}, true)
 }

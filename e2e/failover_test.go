@@ -33,6 +33,20 @@ func wantBedrockAnswered(t *testing.T, e *env, r result, stream bool, attempts s
 	}
 }
 
+// wantFailoverToBedrock sends one claude request to a fresh env whose
+// anthropic fails with fail, and checks that bedrock answered it on the
+// second attempt, each of the two called once. It returns the env for
+// further checks.
+func wantFailoverToBedrock(t *testing.T, fail *anthropicFailure, stream bool) *env {
+	t.Helper()
+	e := newEnv(t)
+	e.anth.failWith(fail)
+	r := e.chat(t, chatParams(claudeModel), stream)
+	wantBedrockAnswered(t, e, r, stream, "2")
+	e.wantCalls(t, 0, 1, 1, 0)
+	return e
+}
+
 // Each failover-safe failure of anthropic moves the walk to bedrock, in
 // both modes: 529 overloaded_error (a 5xx), and a 400 whose message says
 // the prompt is too long (a context-length overflow).
@@ -47,15 +61,11 @@ func TestFailoverAnthropicToBedrock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			modes(t, func(t *testing.T, stream bool) {
-				e := newEnv(t)
-				e.anth.failWith(&tc.fail)
-				r := e.chat(t, chatParams(claudeModel), stream)
-				wantBedrockAnswered(t, e, r, stream, "2")
-				e.wantCalls(t, 0, 1, 1, 0)
+				e := wantFailoverToBedrock(t, &tc.fail, stream)
 				// Neither failure parks anthropic, and one 5xx is below the
 				// breaker's threshold: once healthy, it answers again.
 				e.anth.failWith(nil)
-				r = e.chat(t, chatParams(claudeModel), stream)
+				r := e.chat(t, chatParams(claudeModel), stream)
 				if r.err != nil || r.content != anthropicText() {
 					t.Fatalf("after recovery: content %q err %v, want anthropic's answer", r.content, r.err)
 				}
