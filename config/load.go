@@ -148,7 +148,7 @@ func syntaxProblem(file string, err error) Problem {
 
 var (
 	topKeys       = []string{"server", "log", "strategy", "targets"}
-	serverKeys    = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout"}
+	serverKeys    = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "reduce_memory_usage"}
 	logKeys       = []string{"level", "format", "access_log"}
 	strategyKeys  = []string{"mode", "conditions"}
 	conditionKeys = []string{"key", "field", "value", "target_key", "target_keys"}
@@ -181,6 +181,7 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 	d.setInt(srv, "server", "max_request_bytes", &cfg.Server.MaxRequestBytes)
 	d.setDuration(srv, "server", "request_timeout", &cfg.Server.RequestTimeout)
 	d.setDuration(srv, "server", "shutdown_timeout", &cfg.Server.ShutdownTimeout)
+	d.setBool(srv, "server", "reduce_memory_usage", &cfg.Server.ReduceMemoryUsage)
 
 	lg := d.fields(top["log"], "log", "log", logKeys...)
 	d.setStr(lg, "log", "level", &cfg.Log.Level)

@@ -124,6 +124,16 @@ targets:
 		}
 	}
 
+	// reduce_memory_usage is off unless set; true is taken as written.
+	if cfg.Server.ReduceMemoryUsage {
+		t.Errorf("reduce_memory_usage defaulted to true; want false")
+	}
+	cfg = mustParse(t, minimal+"server: {reduce_memory_usage: true}\n", noEnv)
+	if want := (Server{Listen: DefaultListen, MaxRequestBytes: DefaultMaxRequestBytes, RequestTimeout: DefaultRequestTimeout,
+		ShutdownTimeout: DefaultShutdownTimeout, ReduceMemoryUsage: true}); cfg.Server != want {
+		t.Errorf("server with reduce_memory_usage: true = %+v; want %+v", cfg.Server, want)
+	}
+
 	// Explicit false and zero values are kept, not replaced by defaults.
 	cfg = mustParse(t, minimal+"log: {access_log: false}\n", noEnv)
 	if cfg.Log.AccessLog {

@@ -37,6 +37,12 @@ type Server struct {
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// ShutdownTimeout bounds the drain on SIGTERM. Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// ReduceMemoryUsage returns each keep-alive connection's buffers to a
+	// pool between requests: 10,000 idle client connections measured 66 MiB
+	// RSS instead of 177 MiB, for about 8% more CPU per request (1.23x vs
+	// 1.14x the bare proxy's) and one allocation per request. For very
+	// large idle client pools. Default false. Restart-only.
+	ReduceMemoryUsage bool `yaml:"reduce_memory_usage"`
 }
 
 // Log holds logging settings.
