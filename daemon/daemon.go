@@ -64,6 +64,9 @@ type Daemon struct {
 	path   string // config file, read again on every Reload
 	listen string // -listen override; "" = server.listen of the first config
 	bind   string // the address Listen binds: listen, else the first server.listen
+	// reduceMemory is the first config's server.reduce_memory_usage: the
+	// server is built once, so it holds until a restart.
+	reduceMemory bool
 
 	log zerolog.Logger // built from the first config's log block; fixed after New
 	// logCfg is that log block: the one in effect until a restart, whatever
@@ -114,6 +117,8 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 		logCfg: cfg.Log,
 		pool:   upstream.NewPool(),
 		hash:   hashOf(data),
+
+		reduceMemory: cfg.Server.ReduceMemoryUsage,
 	}
 	d.bind = listen
 	if d.bind == "" {
@@ -128,7 +133,7 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 	d.gw = hotpath.New(st)
 	d.tel.attach(d.gw, log)
 	d.tel.targets(st)
-	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()})
+	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()}, d.reduceMemory)
 	log.Info().Str("file", cfgPath).Str("config_hash", d.hash).
 		Int("rules", len(cfg.Strategy.Conditions)).Int("targets", len(cfg.Targets)).
 		Msg("configuration loaded")
@@ -216,7 +221,8 @@ func (d *Daemon) ShutdownTimeout() time.Duration {
 // the configuration served afterwards.
 //
 // Settings that need a restart: server.listen (the socket is bound once),
-// and the log block (level, format, access_log: the loggers are built at
+// server.reduce_memory_usage (the fasthttp.Server is built once), and the
+// log block (level, format, access_log: the loggers are built at
 // start). A reload that changes one logs a warning and leaves it as it was;
 // every other setting, server.max_request_bytes, request_timeout and
 // shutdown_timeout included, takes effect at once.
@@ -283,10 +289,11 @@ func (d *Daemon) Reload() (result string) {
 }
 
 // warnRestartOnly logs a warning for each restart-only setting whose value
-// in cfg differs from the one in effect: the address bound and the log
-// block of the start, not those of the previous reload (which never took
-// effect either). So every reload of a file that still differs warns
-// again, and reverting the file to the running value is silent.
+// in cfg differs from the one in effect: the address bound,
+// reduce_memory_usage and the log block of the start, not those of the
+// previous reload (which never took effect either). So every reload of a
+// file that still differs warns again, and reverting the file to the
+// running value is silent.
 func (d *Daemon) warnRestartOnly(log zerolog.Logger, cfg *config.Config) {
 	warn := func(path, was, now string) {
 		log.Warn().Str("setting", path).Str("running", was).Str("in_file", now).
@@ -295,6 +302,9 @@ func (d *Daemon) warnRestartOnly(log zerolog.Logger, cfg *config.Config) {
 	// With -listen the file's server.listen is not used at all.
 	if d.listen == "" && d.bind != cfg.Server.Listen {
 		warn("server.listen", d.bind, cfg.Server.Listen)
+	}
+	if d.reduceMemory != cfg.Server.ReduceMemoryUsage {
+		warn("server.reduce_memory_usage", fmt.Sprint(d.reduceMemory), fmt.Sprint(cfg.Server.ReduceMemoryUsage))
 	}
 	if d.logCfg.Level != cfg.Log.Level {
 		warn("log.level", d.logCfg.Level, cfg.Log.Level)

@@ -168,6 +168,58 @@ func TestReloadWarnsOnRestartOnlySettings(t *testing.T) {
 	}
 }
 
+// TestReduceMemoryUsageIsRestartOnly: server.reduce_memory_usage is off
+// unless set, the server takes the start's value, and a reload that changes
+// it warns and leaves the server as it was; a reload back is silent.
+func TestReduceMemoryUsageIsRestartOnly(t *testing.T) {
+	m := startMock(t, mock.Options{})
+	path := cfgPath(t)
+	writeFile(t, path, oneTarget("127.0.0.1:1", m.BaseURL(), ""))
+	d, err := New(path, "", &syncBuffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.srv.ReduceMemoryUsage {
+		t.Fatal("ReduceMemoryUsage on without server.reduce_memory_usage; want the default off")
+	}
+
+	withReduce := func(on bool, extra string) string {
+		return strings.Replace(oneTarget("127.0.0.1:1", m.BaseURL(), extra), "server: {",
+			fmt.Sprintf("server: {reduce_memory_usage: %v, ", on), 1)
+	}
+	writeFile(t, path, withReduce(true, ""))
+	logs := &syncBuffer{}
+	d, err = New(path, "", logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.srv.ReduceMemoryUsage {
+		t.Fatal("ReduceMemoryUsage off with server.reduce_memory_usage: true")
+	}
+	writeFile(t, path, withReduce(false, "log: {access_log: true}"))
+	if r := d.Reload(); r != ReloadSuccess {
+		t.Fatalf("reload: %s", r)
+	}
+	want := `"setting":"server.reduce_memory_usage","running":"true","in_file":"false"`
+	if !strings.Contains(logs.String(), want) {
+		t.Errorf("no restart warning with %s in:\n%s", want, logs.String())
+	}
+	if got := strings.Count(logs.String(), "takes effect only after a restart"); got != 1 {
+		t.Errorf("%d restart warnings; want 1 (only reduce_memory_usage changed)\n%s", got, logs.String())
+	}
+	if !d.srv.ReduceMemoryUsage || d.Gateway().Load().Config.Server.ReduceMemoryUsage {
+		t.Fatalf("after reload: server %v, served config %v; want true (kept), false (in the file)",
+			d.srv.ReduceMemoryUsage, d.Gateway().Load().Config.Server.ReduceMemoryUsage)
+	}
+	writeFile(t, path, withReduce(true, "# back"))
+	if r := d.Reload(); r != ReloadSuccess {
+		t.Fatalf("reload back: %s", r)
+	}
+	if got := strings.Count(logs.String(), "takes effect only after a restart"); got != 1 {
+		t.Errorf("reload back to the running value warned: %d warnings in all, want 1\n%s", got, logs.String())
+	}
+}
+
 // TestStartupFailures: an invalid config logs each problem on its own line
 // and run returns 1 without serving; so does an address already in use.
 func TestStartupFailures(t *testing.T) {

@@ -102,7 +102,7 @@ targets: [{virtual_key: a, provider: openai, base_url: "{{a}}", api_key: k}]
 
 func TestNoStateLoaded(t *testing.T) {
 	g := New(nil)
-	srv := NewServer(g, nil)
+	srv := NewServer(g, nil, false)
 	for _, c := range []struct {
 		method, path string
 		status       int

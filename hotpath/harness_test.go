@@ -252,7 +252,7 @@ func startGateway(t testing.TB, yaml string, mocks ...*mockUpstream) *testGatewa
 		t.Fatal(err)
 	}
 	g := New(st)
-	tg := &testGateway{t: t, g: g, pool: pool, srv: NewServer(g, quietLogger{})}
+	tg := &testGateway{t: t, g: g, pool: pool, srv: NewServer(g, quietLogger{}, st.Config.Server.ReduceMemoryUsage)}
 	mem := fasthttputil.NewInmemoryListener()
 	tcp, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {

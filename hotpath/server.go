@@ -25,9 +25,9 @@ const (
 	// ReadBufferSize is the per-connection read buffer, which is also the
 	// largest request head fasthttp accepts. X-Gateway-Metadata alone may
 	// be 4096 bytes (SPEC §4.2), and clients send bearer tokens, cookies
-	// and tracing headers besides, so the 4 KiB default is too small. With
-	// ReduceMemoryUsage (see NewServer) the buffer is held only while a
-	// request is being read, so its size costs idle connections nothing.
+	// and tracing headers besides, so the 4 KiB default is too small. Each
+	// idle keep-alive connection holds it, unless server.reduce_memory_usage
+	// is on (see NewServer).
 	ReadBufferSize = 32 << 10
 	// FallbackMaxRequestBytes caps a body when no configuration is loaded
 	// (the SPEC §2 default, 10 MiB).
@@ -36,8 +36,10 @@ const (
 
 // NewServer returns the fasthttp.Server that serves g. logger receives
 // fasthttp's own connection-level errors (nil: fasthttp's default, the
-// standard log package). The caller owns Serve and Shutdown; it should call
-// g.SetDraining(true) before Shutdown so /readyz fails first.
+// standard log package). reduceMemoryUsage is server.reduce_memory_usage of
+// the configuration the process started with (fixed for the server's life).
+// The caller owns Serve and Shutdown; it should call g.SetDraining(true)
+// before Shutdown so /readyz fails first.
 //
 // The body limit follows reloads: HeaderReceived reads max_request_bytes
 // from the State current when a request's headers arrive, so fasthttp
@@ -45,7 +47,7 @@ const (
 // the limit the operator configured last, and the handler checks again
 // against the State it routes on. The server's own MaxRequestBodySize only
 // applies before the first State is stored.
-func NewServer(g *Gateway, logger fasthttp.Logger) *fasthttp.Server {
+func NewServer(g *Gateway, logger fasthttp.Logger, reduceMemoryUsage bool) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler: g.Handler,
 		// Render fasthttp's own request errors (oversized body, malformed
@@ -73,28 +75,15 @@ func NewServer(g *Gateway, logger fasthttp.Logger) *fasthttp.Server {
 		StreamRequestBody: false,
 		// The API takes JSON bodies only; never parse multipart forms.
 		DisablePreParseMultipartForm: true,
-		// ReduceMemoryUsage hands a connection's read and write buffers
-		// and body buffers back to fasthttp's pools between requests. An
-		// LLM gateway's clients keep pools of keep-alive connections that
-		// sit idle between completions, and without it every one of them
-		// pins its ReadBufferSize (32 KiB) reader, a 4 KiB writer and its
-		// request buffers: measured with 10,000 idle connections (one
-		// request each, 1 rule, GOMAXPROCS=1), Go heap in use 396 MiB vs
-		// 11 MiB, RSS 177 MiB vs 66 MiB (16.9 vs 5.8 KiB per connection in
-		// a fresh process, where untouched buffer pages cost nothing; up to
-		// the whole ~40 KiB once the heap has been reused). What is left is
-		// mostly each connection goroutine's 4 KiB stack. The price is an
-		// extra 1-byte read syscall, pool round trips and one 16-byte
-		// allocation (fasthttp's acquireByteReader) per request: make
-		// bench on an idle machine measured 24.2 vs 22.4 µs of CPU per
-		// proxied request (+8%; 1.23× vs 1.14× the bare proxy) and 0.85×
-		// vs 0.92× its saturated throughput. At the request rates of an
-		// LLM gateway (each request waits on a model for 100 ms or more)
-		// that is a few percent of one core, while idle connections are
-		// many. It also makes the generous ReadBufferSize free for idle
-		// connections. Setting this false is the choice for a gateway
-		// saturating its CPU with few, always-busy connections.
-		ReduceMemoryUsage: true,
+		// server.reduce_memory_usage (restart-only, default false): pool
+		// each connection's read and write buffers between requests. make
+		// bench, idle machine, 10,000 idle keep-alive connections: 66 MiB
+		// RSS on vs 177 MiB off (more in a long-lived process, up to ~40
+		// KiB each). The price per request: an extra 1-byte read, pool
+		// round trips and one allocation; CPU/request 1.23x vs 1.14x the
+		// bare proxy's, throughput 0.85x vs 0.92x. Off by default, as in
+		// the bare proxy: per-request cost first.
+		ReduceMemoryUsage: reduceMemoryUsage,
 		// While shutting down, tell keep-alive clients to reconnect (to a
 		// server that is not draining).
 		CloseOnShutdown: true,

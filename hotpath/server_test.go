@@ -13,12 +13,24 @@ import (
 // requests each carrying a 4096-byte X-Gateway-Metadata (the SPEC §4.2
 // maximum) plus the headers real clients add (bearer token, cookies,
 // tracing, user agent): over 7 KiB of head. Every one must be read whole
-// and routed by its metadata. With ReduceMemoryUsage the connection's read
-// buffer goes back to the pool between requests, so the later requests
-// exercise a re-acquired buffer.
+// and routed by its metadata, with server.reduce_memory_usage off (the
+// connection keeps its read buffer) and on (the buffer goes back to the
+// pool between requests, so the later requests use a re-acquired one).
 func TestLargeHeadersOnKeepAlive(t *testing.T) {
+	for _, reduce := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reduce_memory_usage=%v", reduce), func(t *testing.T) {
+			testLargeHeadersOnKeepAlive(t, reduce)
+		})
+	}
+}
+
+func testLargeHeadersOnKeepAlive(t *testing.T, reduce bool) {
 	ms := fiveMocks(t)
-	tg := startGateway(t, routingConfig, ms...)
+	cfg := strings.Replace(routingConfig, "server:\n", fmt.Sprintf("server:\n  reduce_memory_usage: %v\n", reduce), 1)
+	tg := startGateway(t, cfg, ms...)
+	if tg.srv.ReduceMemoryUsage != reduce {
+		t.Fatalf("server ReduceMemoryUsage %v; want %v from the config", tg.srv.ReduceMemoryUsage, reduce)
+	}
 	prefix, suffix := `{"tier":"gold","pad":"`, `"}`
 	meta := prefix + strings.Repeat("p", 4096-len(prefix)-len(suffix)) + suffix
 	if len(meta) != 4096 {
