@@ -17,18 +17,28 @@ func TestGeneratedConfigsLoad(t *testing.T) {
 	for i := range rules {
 		rules[i] = [2]string{fmt.Sprintf("model-%05d", i), "primary"}
 	}
-	y := gatewayYAML("127.0.0.1:18080", []gwTarget{{name: "primary", baseURL: "http://127.0.0.1:9001/v1"}}, rules)
+	y := gatewayYAML("127.0.0.1:18080", false, []gwTarget{{name: "primary", baseURL: "http://127.0.0.1:9001/v1"}}, rules)
 	c, err := config.Parse("many.yaml", []byte(y), noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Strategy.Conditions) != 10000 || c.Strategy.Conditions[9999].Value != "model-09999" ||
 		c.Server.Listen != "127.0.0.1:18080" || c.Log.AccessLog || c.Targets[0].BaseURL != "http://127.0.0.1:9001/v1" ||
-		c.Targets[0].APIKey != upstreamAPIKey {
+		c.Targets[0].APIKey != upstreamAPIKey || c.Server.ReduceMemoryUsage {
 		t.Fatalf("10k config: %+v", c.Server)
 	}
 
-	y = gatewayYAML("127.0.0.1:18081", []gwTarget{
+	// The idle-connection measurement's second Switchyard.
+	y = gatewayYAML("127.0.0.1:18082", true, []gwTarget{{name: "primary", baseURL: "http://127.0.0.1:9001/v1"}}, rules[:1])
+	c, err = config.Parse("reduce.yaml", []byte(y), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Server.ReduceMemoryUsage || c.Server.Listen != "127.0.0.1:18082" || len(c.Strategy.Conditions) != 1 {
+		t.Fatalf("reduce_memory_usage config: %+v, %d rules", c.Server, len(c.Strategy.Conditions))
+	}
+
+	y = gatewayYAML("127.0.0.1:18081", false, []gwTarget{
 		{name: "primary", baseURL: "http://127.0.0.1:9001/v1", failureThreshold: 1_000_000_000},
 		{name: "secondary", baseURL: "http://127.0.0.1:9002/v1"},
 	}, [][2]string{{"bench-model", "primary,secondary"}})

@@ -100,12 +100,13 @@ type gwTarget struct {
 }
 
 // startSwitchyard writes a config routing model-named rules and starts the
-// gateway on a free port. rules are (model, chain) pairs in order.
-func (b *bench) startSwitchyard(name string, targets []gwTarget, rules [][2]string) (*proxy, error) {
+// gateway on a free port. rules are (model, chain) pairs in order;
+// reduceMemory is server.reduce_memory_usage.
+func (b *bench) startSwitchyard(name string, reduceMemory bool, targets []gwTarget, rules [][2]string) (*proxy, error) {
 	if b.syErr != "" {
 		return nil, fmt.Errorf("%s", b.syErr)
 	}
-	return retry(func() (*proxy, error) { return b.startSwitchyardOnce(name, targets, rules) })
+	return retry(func() (*proxy, error) { return b.startSwitchyardOnce(name, reduceMemory, targets, rules) })
 }
 
 // retry makes up to three attempts at start while the proxy exits at once:
@@ -123,12 +124,12 @@ func retry(start func() (*proxy, error)) (p *proxy, err error) {
 // errExited marks a proxy that exited before it was ready.
 var errExited = errors.New("exited before ready")
 
-func (b *bench) startSwitchyardOnce(name string, targets []gwTarget, rules [][2]string) (*proxy, error) {
+func (b *bench) startSwitchyardOnce(name string, reduceMemory bool, targets []gwTarget, rules [][2]string) (*proxy, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	yaml := gatewayYAML(addr, targets, rules)
+	yaml := gatewayYAML(addr, reduceMemory, targets, rules)
 	file := filepath.Join(b.tmp, strings.NewReplacer(" ", "-", ",", "").Replace(name)+".yaml")
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		return nil, err
@@ -146,11 +147,12 @@ func (b *bench) startSwitchyardOnce(name string, targets []gwTarget, rules [][2]
 }
 
 // gatewayYAML is a Switchyard config listening on addr with targets and
-// model rules ((model, comma-separated chain) pairs, in order). Access log
-// off and level warn: the bare proxy logs nothing either.
-func gatewayYAML(addr string, targets []gwTarget, rules [][2]string) string {
+// model rules ((model, comma-separated chain) pairs, in order), and
+// server.reduce_memory_usage set to reduceMemory. Access log off and level
+// warn: the bare proxy logs nothing either.
+func gatewayYAML(addr string, reduceMemory bool, targets []gwTarget, rules [][2]string) string {
 	var y strings.Builder
-	fmt.Fprintf(&y, "server:\n  listen: %s\nlog:\n  level: warn\n  access_log: false\nstrategy:\n  mode: conditional\n  conditions:\n", addr)
+	fmt.Fprintf(&y, "server:\n  listen: %s\n  reduce_memory_usage: %v\nlog:\n  level: warn\n  access_log: false\nstrategy:\n  mode: conditional\n  conditions:\n", addr, reduceMemory)
 	for _, r := range rules {
 		chain := strings.Split(r[1], ",")
 		if len(chain) == 1 {
@@ -172,7 +174,17 @@ func gatewayYAML(addr string, targets []gwTarget, rules [][2]string) string {
 func (b *bench) mockURL(p *harness.Proc) string { return "http://" + p.Addr + "/v1" }
 
 func (b *bench) oneRule(upstream *harness.Proc) (*proxy, error) {
-	return b.startSwitchyard("1-rule", []gwTarget{{name: "primary", baseURL: b.mockURL(upstream)}},
+	return b.oneRuleWith(upstream, false)
+}
+
+// oneRuleWith is oneRule with server.reduce_memory_usage set to
+// reduceMemory (the idle-connection measurement runs both ways).
+func (b *bench) oneRuleWith(upstream *harness.Proc, reduceMemory bool) (*proxy, error) {
+	name := "1-rule"
+	if reduceMemory {
+		name += "-reduce-memory"
+	}
+	return b.startSwitchyard(name, reduceMemory, []gwTarget{{name: "primary", baseURL: b.mockURL(upstream)}},
 		[][2]string{{"bench-model", "primary"}})
 }
 
@@ -183,12 +195,12 @@ func (b *bench) manyRules() (*proxy, []byte, error) {
 	}
 	last := rules[len(rules)-1][0]
 	body := []byte(strings.Replace(string(chatBody), "bench-model", last, 1))
-	p, err := b.startSwitchyard("many-rules", []gwTarget{{name: "primary", baseURL: b.mockURL(b.primary)}}, rules)
+	p, err := b.startSwitchyard("many-rules", false, []gwTarget{{name: "primary", baseURL: b.mockURL(b.primary)}}, rules)
 	return p, body, err
 }
 
 func (b *bench) failover(threshold int) (*proxy, error) {
-	return b.startSwitchyard(fmt.Sprintf("failover-%d", threshold), []gwTarget{
+	return b.startSwitchyard(fmt.Sprintf("failover-%d", threshold), false, []gwTarget{
 		{name: "primary", baseURL: b.mockURL(b.primary), failureThreshold: threshold},
 		{name: "secondary", baseURL: b.mockURL(b.secondary)},
 	}, [][2]string{{"bench-model", "primary,secondary"}})

@@ -107,15 +107,16 @@ func (b *bench) sweep() {
 	}
 }
 
-// idle measures the memory of Switchyard (and, for reference, the bare
-// proxy) holding many idle keep-alive client connections.
+// idle measures the memory of Switchyard, with the default server settings
+// and with server.reduce_memory_usage: true, and for reference of the bare
+// proxy, holding many idle keep-alive client connections.
 func (b *bench) idle() {
 	n := b.o.idleConns
 	if n <= 0 || b.ctx.Err() != nil {
 		return
 	}
 	b.rep.Method = append(b.rep.Method, fmt.Sprintf(
-		"Idle connections: %d client connections each complete one GET /healthz (forwarded to the mock by the bare proxy) and stay open; RSS is VmRSS before opening them and 1 s after.", n))
+		"Idle connections: %d client connections each complete one GET /healthz (forwarded to the mock by the bare proxy) and stay open; RSS is VmRSS before opening them and 1 s after. Switchyard is measured with the default server settings (those of every throughput, CPU and latency row) and with server.reduce_memory_usage: true.", n))
 	measure := func(name string, start func() (*proxy, error)) {
 		res := harness.Idle{Name: name, Wanted: n}
 		defer func() { b.rep.Idle = append(b.rep.Idle, res) }()
@@ -143,6 +144,7 @@ func (b *bench) idle() {
 			Str("rss_before", harness.FormatBytes(res.RSSBefore)).Str("rss_after", harness.FormatBytes(res.RSSAfter)).
 			Str("err", res.Err).Msg("idle connections")
 	}
-	measure("Switchyard, 1 rule", func() (*proxy, error) { return b.oneRule(b.primary) })
+	measure("Switchyard, 1 rule (default)", func() (*proxy, error) { return b.oneRule(b.primary) })
+	measure("Switchyard, 1 rule, reduce_memory_usage: true", func() (*proxy, error) { return b.oneRuleWith(b.primary, true) })
 	measure("bare proxy", func() (*proxy, error) { return b.startBare(b.primary.Addr) })
 }
