@@ -12,8 +12,9 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// Server settings that are not configurable (SPEC §2 names only listen,
-// max_request_bytes, request_timeout and shutdown_timeout).
+// Server settings that are not configurable (SPEC §2 names listen,
+// max_request_bytes, request_timeout and shutdown_timeout; NewServer also
+// takes server.reduce_memory_usage).
 const (
 	// ReadTimeout bounds reading one whole request, headers and body. A
 	// 10 MiB body at 1.5 Mbit/s still fits; a client trickling bytes to
