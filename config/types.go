@@ -152,7 +152,8 @@ type Retry struct {
 	// Attempts is the total tries on this member. Default 1.
 	Attempts int `yaml:"attempts"`
 	// OnStatusCodes, if non-empty, replaces the default retryable set
-	// (408, 429, 5xx). Transport errors always retry.
+	// (408, 5xx). Transport errors and timeouts always retry. A 429 is never
+	// retried on the same member, listed or not: it parks the target.
 	OnStatusCodes []int `yaml:"on_status_codes"`
 	// InitialBackoffMs is the first backoff (full jitter, doubling).
 	// Default 100.

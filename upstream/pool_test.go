@@ -148,7 +148,7 @@ func TestTargetUpstreamModelAndRetryable(t *testing.T) {
 		t.Fatal("UpstreamModel")
 	}
 	def := RetryPolicy{}
-	for code, want := range map[int]bool{408: true, 429: true, 500: true, 503: true, 400: false, 404: false, 200: false} {
+	for code, want := range map[int]bool{408: true, 429: false, 500: true, 503: true, 400: false, 404: false, 200: false} {
 		if def.RetryableStatus(code) != want {
 			t.Errorf("default RetryableStatus(%d) != %v", code, want)
 		}

@@ -36,7 +36,10 @@ type RetryPolicy struct {
 	// Attempts is the total tries on the member; always >= 1.
 	Attempts int
 	// OnStatusCodes, when non-empty, replaces the default retryable status
-	// set (408, 429, 5xx). Transport errors and timeouts always retry.
+	// set (408, 5xx). Transport errors and timeouts always retry. A 429 is
+	// never retried on the same member, listed or not: it parks the target
+	// (SPEC §4.8) and the walk moves on, so SPEC §2's "429" in the default
+	// set has no effect by design.
 	OnStatusCodes []int
 	// InitialBackoff is the first backoff ceiling; it doubles per retry and
 	// the sleep is uniform in [0, ceiling) (full jitter).
@@ -44,7 +47,8 @@ type RetryPolicy struct {
 }
 
 // RetryableStatus reports whether an answer with HTTP status code may be
-// retried on the same member.
+// retried on the same member. The walk asks only for 408 and 5xx answers;
+// 429 and other 4xx are never retried.
 func (r *RetryPolicy) RetryableStatus(code int) bool {
 	if len(r.OnStatusCodes) > 0 {
 		for _, c := range r.OnStatusCodes {
@@ -54,7 +58,7 @@ func (r *RetryPolicy) RetryableStatus(code int) bool {
 		}
 		return false
 	}
-	return code == fasthttp.StatusRequestTimeout || code == fasthttp.StatusTooManyRequests || code >= 500
+	return code == fasthttp.StatusRequestTimeout || code >= 500
 }
 
 // UpstreamModel returns the model id sent upstream for the visible id
