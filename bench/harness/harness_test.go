@@ -168,6 +168,26 @@ func TestTargetChecks(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
 	}
+	// With per-slice p99s the target cell shows the baseline's own spread,
+	// and the Markdown lists every series' spread at half saturation.
+	rep.Sweeps[0].Points[0].SliceP99 = []time.Duration{90 * time.Microsecond, 300 * time.Microsecond, 120 * time.Microsecond}
+	rep.Sweeps[1].Points[0].SliceP99 = []time.Duration{170 * time.Microsecond, 190 * time.Microsecond}
+	out = rep.Tables()
+	if want := "| +80 µs pass (bare proxy's own slice p99: 90 µs–300 µs) |"; !strings.Contains(out, want) {
+		t.Errorf("missing %q in:\n%s", want, out)
+	}
+	md := rep.Markdown("")
+	for _, want := range []string{
+		"| b | 100 µs | 100 µs | 3 | 90 µs | 120 µs | 300 µs |",
+		"| g | 180 µs | 180 µs | 2 | 170 µs | 180 µs | 190 µs |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q in:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "| s | 400 µs |") {
+		t.Error("series without slice p99s listed in the spread table")
+	}
 	if got := formatRatio(1.1503, TargetCPU); got != "1.150×" {
 		t.Errorf("ratio next to the target printed %q", got)
 	}
@@ -302,5 +322,23 @@ func TestNiceCeil(t *testing.T) {
 		if got := niceCeil(c.in); got != c.want {
 			t.Errorf("niceCeil(%v) = %v, want %v", c.in, got, c.want)
 		}
+	}
+}
+
+func TestSpread(t *testing.T) {
+	us := time.Microsecond
+	d := []time.Duration{5 * us, 1 * us, 9 * us, 3 * us}
+	lo, med, hi := Spread(d)
+	if lo != 1*us || med != 4*us || hi != 9*us {
+		t.Errorf("Spread(even) = %v %v %v, want 1µs 4µs 9µs", lo, med, hi)
+	}
+	if d[0] != 5*us {
+		t.Error("Spread modified its input")
+	}
+	if lo, med, hi = Spread(d[:3]); lo != us || med != 5*us || hi != 9*us {
+		t.Errorf("Spread(odd) = %v %v %v, want 1µs 5µs 9µs", lo, med, hi)
+	}
+	if lo, med, hi = Spread(nil); lo != 0 || med != 0 || hi != 0 {
+		t.Error("Spread(nil) not zeros")
 	}
 }

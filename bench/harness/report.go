@@ -84,6 +84,9 @@ type Point struct {
 	// Offered is the open-loop rate in requests/s.
 	Offered float64
 	Result  *load.Result
+	// SliceP99 is the p99 of each slice the point was measured in (nil:
+	// not recorded); its spread shows how noisy Result's merged p99 is.
+	SliceP99 []time.Duration
 }
 
 // Series is a sweep of one proxy.
@@ -273,7 +276,16 @@ func (rep *Report) p99Check(r *Row) string {
 	if !ok {
 		return "not measured"
 	}
-	return fmt.Sprintf("%s %s", FormatSignedDuration(d), passMiss(d <= TargetP99Added))
+	out := fmt.Sprintf("%s %s", FormatSignedDuration(d), passMiss(d <= TargetP99Added))
+	// How far the baseline's own p99 moves between slices: a difference
+	// smaller than that is noise, not the proxy.
+	if base := rep.series(rep.SweepBaseline); base != nil {
+		if p := base.At(rep.HalfRate); p != nil && len(p.SliceP99) > 1 {
+			lo, _, hi := Spread(p.SliceP99)
+			out += fmt.Sprintf(" (bare proxy's own slice p99: %s–%s)", FormatDuration(lo), FormatDuration(hi))
+		}
+	}
+	return out
 }
 
 // formatRatio prints a ratio with two decimals, or three when two would
@@ -405,6 +417,7 @@ func (rep *Report) Markdown(svgName string) string {
 			fmt.Fprintf(&b, "![p50 and p99 latency against offered load](%s)\n\n", svgName)
 		}
 		rep.writeSweepTable(&b)
+		rep.writeSpread(&b)
 	}
 	if len(rep.Idle) > 0 {
 		b.WriteString("## Idle keep-alive connections\n\n")
@@ -473,6 +486,52 @@ func (rep *Report) writeSweepTable(b *strings.Builder) {
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
+}
+
+// writeSpread renders, for the half-saturation step, each series' merged
+// p99 next to the min/median/max of its per-slice p99s.
+func (rep *Report) writeSpread(b *strings.Builder) {
+	var lines []string
+	for i := range rep.Sweeps {
+		p := rep.Sweeps[i].At(rep.HalfRate)
+		if p == nil || p.Result.Completed == 0 || len(p.SliceP99) == 0 {
+			continue
+		}
+		lo, med, hi := Spread(p.SliceP99)
+		lines = append(lines, fmt.Sprintf("| %s | %s | %s | %d | %s | %s | %s |\n", rep.Sweeps[i].Name,
+			FormatDuration(p.Result.Latency.Quantile(0.5)), FormatDuration(p.Result.Latency.Quantile(0.99)),
+			len(p.SliceP99), FormatDuration(lo), FormatDuration(med), FormatDuration(hi)))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "p99 at half saturation (%.0f req/s offered) and its spread across the alternating slices (each slice's own p99):\n\n", rep.HalfRate)
+	b.WriteString("| series | p50 | p99 (all slices) | slices | slice p99 min | slice p99 median | slice p99 max |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, l := range lines {
+		b.WriteString(l)
+	}
+	b.WriteString("\n")
+}
+
+// Spread returns the minimum, median and maximum of d (zeros when empty);
+// d is not modified.
+func Spread(d []time.Duration) (lo, med, hi time.Duration) {
+	if len(d) == 0 {
+		return 0, 0, 0
+	}
+	s := append([]time.Duration(nil), d...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	if len(s)%2 == 1 {
+		med = s[len(s)/2]
+	} else {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[0], med, s[len(s)-1]
 }
 
 func containsRate(rates []float64, r float64) bool {

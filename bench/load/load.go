@@ -264,7 +264,15 @@ func newWorker(r *runner) *worker {
 	return w
 }
 
+// maxPrecise is the longest open-loop wait taken with the precise sleeper.
+const maxPrecise = 50 * time.Millisecond
+
 func (w *worker) run() {
+	var ps *preciseSleeper
+	if w.r.cfg.Rate > 0 {
+		ps = newPreciseSleeper()
+		defer ps.close()
+	}
 	for {
 		due, ok := w.r.next()
 		if !ok {
@@ -274,7 +282,7 @@ func (w *worker) run() {
 		if !due.IsZero() {
 			if wait := due.Sub(start); wait > 0 {
 				// Early: sleep, and measure from the actual send.
-				if !sleepCtx(w.r.ctx, wait) {
+				if !ps.sleep(w, wait) {
 					return
 				}
 				start = time.Now()

@@ -252,3 +252,25 @@ func TestResultMerge(t *testing.T) {
 		t.Fatalf("%+v", sum)
 	}
 }
+
+func TestPreciseSleeperWaits(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &worker{r: &runner{ctx: ctx}}
+	ps := newPreciseSleeper()
+	defer ps.close()
+	for _, d := range []time.Duration{time.Nanosecond, 200 * time.Microsecond, 2 * time.Millisecond} {
+		start := time.Now()
+		if !ps.sleep(w, d) {
+			t.Fatalf("sleep(%v) = false with a live context", d)
+		}
+		// A timer never fires early; the upper bound is left to the
+		// scheduler.
+		if got := time.Since(start); got < d {
+			t.Errorf("sleep(%v) returned after %v", d, got)
+		}
+	}
+	cancel()
+	if ps.sleep(w, time.Microsecond) {
+		t.Error("sleep after cancel = true")
+	}
+}

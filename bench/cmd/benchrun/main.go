@@ -15,7 +15,8 @@
 //
 // CPU placement on a 2-core machine: the proxy under test (bare proxy or
 // Switchyard) runs alone on CPU 0 with GOMAXPROCS=1; the mock upstreams and
-// this driver share CPU 1, each with GOMAXPROCS=1. Every proxy therefore has
+// this driver share CPU 1, each with GOMAXPROCS=1 (the latency sweep's mock
+// runs inside this process, see -sweep-mock). Every proxy therefore has
 // exactly one core, the same one, and its CPU-busy figure shows whether it
 // was the bottleneck. Use -pin=false to let the kernel place everything.
 package main
@@ -51,6 +52,7 @@ type options struct {
 	streamEvents   int
 	streamInterval time.Duration
 	microBenchtime string
+	sweepMock      string
 }
 
 func main() {
@@ -68,7 +70,12 @@ func main() {
 	flag.IntVar(&o.streamEvents, "stream-events", 20, "SSE events per stream")
 	flag.DurationVar(&o.streamInterval, "stream-interval", 0, "pause between SSE events at the mock")
 	flag.StringVar(&o.microBenchtime, "micro-benchtime", "300ms", "-benchtime of the in-process micro-benchmarks (router, peek, walk, translation); empty: skip them")
+	flag.StringVar(&o.sweepMock, "sweep-mock", "inprocess", "upstream of the latency sweep: inprocess (a mock inside this driver process) or process (the mock upstream process the other rows use)")
 	flag.Parse()
+	if o.sweepMock != "inprocess" && o.sweepMock != "process" {
+		fmt.Fprintln(os.Stderr, "-sweep-mock must be inprocess or process")
+		os.Exit(2)
+	}
 
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

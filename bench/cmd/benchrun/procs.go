@@ -180,22 +180,29 @@ func (b *bench) oneRule(upstream *harness.Proc) (*proxy, error) {
 // oneRuleWith is oneRule with server.reduce_memory_usage set to
 // reduceMemory (the idle-connection measurement runs both ways).
 func (b *bench) oneRuleWith(upstream *harness.Proc, reduceMemory bool) (*proxy, error) {
+	return b.oneRuleURL(b.mockURL(upstream), reduceMemory)
+}
+
+// oneRuleURL is oneRuleWith for an upstream given by its base URL.
+func (b *bench) oneRuleURL(baseURL string, reduceMemory bool) (*proxy, error) {
 	name := "1-rule"
 	if reduceMemory {
 		name += "-reduce-memory"
 	}
-	return b.startSwitchyard(name, reduceMemory, []gwTarget{{name: "primary", baseURL: b.mockURL(upstream)}},
+	return b.startSwitchyard(name, reduceMemory, []gwTarget{{name: "primary", baseURL: baseURL}},
 		[][2]string{{"bench-model", "primary"}})
 }
 
-func (b *bench) manyRules() (*proxy, []byte, error) {
+// manyRulesURL starts Switchyard with b.o.rules model rules to baseURL and
+// returns it with a body matching the last rule.
+func (b *bench) manyRulesURL(baseURL string) (*proxy, []byte, error) {
 	rules := make([][2]string, b.o.rules)
 	for i := range rules {
 		rules[i] = [2]string{fmt.Sprintf("model-%05d", i), "primary"}
 	}
 	last := rules[len(rules)-1][0]
 	body := []byte(strings.Replace(string(chatBody), "bench-model", last, 1))
-	p, err := b.startSwitchyard("many-rules", false, []gwTarget{{name: "primary", baseURL: b.mockURL(b.primary)}}, rules)
+	p, err := b.startSwitchyard("many-rules", false, []gwTarget{{name: "primary", baseURL: baseURL}}, rules)
 	return p, body, err
 }
 

@@ -97,7 +97,7 @@ func (b *bench) scenarios() {
 		b.viaProxy(add(rowBare, false, rowDirect, ""), chatBody, func() (*proxy, error) { return b.startBare(b.primary.Addr) }),
 		b.viaProxy(add(rowSy1, false, rowDirect, rowBare), chatBody, func() (*proxy, error) { return b.oneRule(b.primary) }),
 		b.viaProxy(add(rowSy10k, false, rowDirect, rowBare), nil, func() (*proxy, error) {
-			p, body, err := b.manyRules()
+			p, body, err := b.manyRulesURL(b.mockURL(b.primary))
 			body10k = body
 			return p, err
 		}),

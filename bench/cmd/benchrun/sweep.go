@@ -7,7 +7,12 @@ import (
 
 	"github.com/switchyard/switchyard/bench/harness"
 	"github.com/switchyard/switchyard/bench/load"
+	"github.com/switchyard/switchyard/bench/mock"
 )
+
+// halfFactor is how many times longer (and in how many times more slices)
+// the 50% sweep step is measured than the others.
+const halfFactor = 4
 
 // sweep measures latency against offered open-loop load for the bare proxy
 // and Switchyard at fractions of the bare proxy's saturation throughput.
@@ -25,9 +30,22 @@ func (b *bench) sweep() {
 	b.rep.HalfRate = rates[2]
 	b.rep.SweepBaseline = seriesBare
 	b.rep.SweepFor = map[string]string{rowSy1: seriesSy1, rowSy10k: seriesSy10k}
+	// The upstream of the sweep: by default a mock served inside this
+	// process, so the driver and the mock are one Go runtime on one core and
+	// no second process competes with them for it (see bench/README.md).
+	upstream, upstreamWhere := b.primary.Addr, "the mock upstream process (shared CPU with the driver process)"
+	if b.o.sweepMock == "inprocess" {
+		m, err := mock.Start("127.0.0.1:0", mock.Options{Name: "primary"})
+		if err != nil {
+			b.rep.Notes = append(b.rep.Notes, "Latency-vs-load sweep not run: in-process mock: "+firstLine(err.Error()))
+			return
+		}
+		defer m.Close()
+		upstream, upstreamWhere = m.Addr(), "a mock served inside the driver process (one Go runtime, GOMAXPROCS=1, on the driver's CPU; no mock process)"
+	}
 	b.rep.Method = append(b.rep.Method, fmt.Sprintf(
-		"Latency vs offered load: open loop at 10/30/50/70/90%% of the bare proxy's closed-loop throughput (%.0f req/s), %v per step and proxy (twice that at 50%%, where p99 added is checked) taken as %d slices alternating between the proxies, up to %d connections; latency counts from the moment a request was due, so queueing is included.",
-		sat, b.o.sweepStep, rounds, b.o.conns))
+		"Latency vs offered load: open loop at 10/30/50/70/90%% of the bare proxy's closed-loop throughput (%.0f req/s), %v per step and proxy taken as %d slices alternating between the proxies (at 50%%, where p99 added is checked: %v as %d slices), up to %d connections; latency counts from the moment a request was due, so queueing is included. Upstream: %s.",
+		sat, b.o.sweepStep, rounds, b.o.sweepStep*halfFactor, rounds*halfFactor, b.o.conns, upstreamWhere))
 
 	type contestant struct {
 		series harness.Series
@@ -46,14 +64,14 @@ func (b *bench) sweep() {
 		cs = append(cs, &contestant{series: harness.Series{Name: series}, url: "http://" + p.addr + chatPath, body: body, p: p, only: only})
 	}
 	start(seriesBare, 0, func() (*proxy, []byte, error) {
-		p, err := b.startBare(b.primary.Addr)
+		p, err := b.startBare(upstream)
 		return p, chatBody, err
 	})
 	start(seriesSy1, 0, func() (*proxy, []byte, error) {
-		p, err := b.oneRule(b.primary)
+		p, err := b.oneRuleURL("http://"+upstream+"/v1", false)
 		return p, chatBody, err
 	})
-	start(seriesSy10k, b.rep.HalfRate, b.manyRules)
+	start(seriesSy10k, b.rep.HalfRate, func() (*proxy, []byte, error) { return b.manyRulesURL("http://" + upstream + "/v1") })
 	defer func() {
 		for _, c := range cs {
 			c.p.stop()
@@ -67,12 +85,15 @@ func (b *bench) sweep() {
 	// so background load falls on all of them alike; a point merges its
 	// slices.
 	for _, rate := range rates {
-		d := b.o.sweepStep
+		d, slices := b.o.sweepStep, rounds
 		if rate == b.rep.HalfRate {
-			d *= 2 // the step the p99 target is checked at
+			// The step the p99 target is checked at: longer, in more
+			// slices, so the per-slice spread shows the noise.
+			d, slices = d*halfFactor, slices*halfFactor
 		}
 		merged := make([]*load.Result, len(cs))
-		for r := range rounds {
+		sliceP99 := make([][]time.Duration, len(cs))
+		for r := range slices {
 			for j := range cs {
 				k := (j + r) % len(cs)
 				c := cs[k]
@@ -81,7 +102,7 @@ func (b *bench) sweep() {
 				}
 				res, err := load.Run(b.ctx, load.Config{
 					URL: c.url, Body: c.body, Headers: authHeader, Connections: b.o.conns,
-					Duration: d / rounds, Rate: rate, Timeout: 30 * time.Second,
+					Duration: d / time.Duration(slices), Rate: rate, Timeout: 30 * time.Second,
 				})
 				if err != nil {
 					return
@@ -90,6 +111,9 @@ func (b *bench) sweep() {
 					merged[k] = &load.Result{Rate: rate}
 				}
 				merged[k].Merge(res)
+				if res.Completed > 0 {
+					sliceP99[k] = append(sliceP99[k], res.Latency.Quantile(0.99))
+				}
 			}
 		}
 		for k, c := range cs {
@@ -97,7 +121,7 @@ func (b *bench) sweep() {
 			if res == nil {
 				continue
 			}
-			c.series.Points = append(c.series.Points, harness.Point{Offered: rate, Result: res})
+			c.series.Points = append(c.series.Points, harness.Point{Offered: rate, Result: res, SliceP99: sliceP99[k]})
 			b.log.Info().Str("series", c.series.Name).Float64("offered", rate).Float64("achieved", math.Round(res.Throughput())).
 				Dur("p50", res.Latency.Quantile(0.5)).Dur("p99", res.Latency.Quantile(0.99)).Int64("errors", res.Errors).Msg("sweep step")
 		}
