@@ -126,7 +126,7 @@ func (tr *tracker) walkReturned(res upstream.Result) {
 		tr.done()
 		return
 	}
-	tr.entry.Latency = time.Since(tr.start)
+	tr.entry.Latency = res.End.Sub(tr.start)
 	tr.emit()
 }
 

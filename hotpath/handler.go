@@ -4,7 +4,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -187,7 +186,9 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 		tr = acquireTracker(g, rc, s, sc)
 		obs = tr
 	}
-	deadline := time.Now().Add(st.requestTimeout)
+	// rc.Time() is when fasthttp began this request (read once per request
+	// by fasthttp itself), so the timeout counts from then at no extra cost.
+	deadline := rc.Time().Add(st.requestTimeout)
 	res := upstream.Walk(rc, &sc.call, sc.cands, deadline, obs)
 	if tr != nil {
 		tr.walkReturned(res)

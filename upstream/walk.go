@@ -43,6 +43,10 @@ type Result struct {
 	// Stream is true when a stream was committed: the body is written after
 	// the handler returns, and Observer.StreamEnd reports its end.
 	Stream bool
+	// End is the walk's last clock reading, taken when its last upstream
+	// call (or wait) ended: the request's end for a non-streamed answer,
+	// without reading the clock again.
+	End time.Time
 }
 
 // Observer receives the events of a walk, for metrics and logs. Methods
@@ -154,8 +158,15 @@ type walk struct {
 	obs      Observer
 	clk      *clock
 	start    time.Time
-	res      Result
-	last     outcome
+	// now is the latest clock reading. The clock is read when the walk
+	// starts, before and after each upstream call, and after anything else
+	// that may block (a limiter wait, a backoff sleep); in between, the
+	// deadline, park and breaker checks use this reading (stale by
+	// microseconds at most), so a request costs three clock reads, not one
+	// per check.
+	now  time.Time
+	res  Result
+	last outcome
 	// minPark is the shortest remaining park among the members skipped as
 	// parked or parked by this walk; -1 = none.
 	minPark time.Duration
@@ -168,7 +179,8 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 	if obs == nil {
 		obs = NopObserver{}
 	}
-	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: clk.now(), minPark: -1}
+	now := clk.now()
+	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1}
 	w.last.class = ClassCircuitOpen // an empty chain answers 503, like all-open
 	for i, t := range chain {
 		if i > 0 {
@@ -177,13 +189,15 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 		}
 		w.res.Target = t
 		if w.member(t) {
+			w.res.End = w.now
 			return w.res
 		}
-		if !w.last.class.Failover() || !w.clk.now().Before(deadline) {
+		if !w.last.class.Failover() || !w.now.Before(deadline) {
 			break // a client error, or the request deadline passed
 		}
 	}
 	w.fail()
+	w.res.End = w.now
 	return w.res
 }
 
@@ -191,7 +205,7 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 // the answer written (a success or a committed stream); false when
 // w.last holds the member's failure.
 func (w *walk) member(t *Target) bool {
-	now := w.clk.now()
+	now := w.now
 	if !now.Before(w.deadline) {
 		w.last = outcome{class: ClassTimeout}
 		return false
@@ -213,6 +227,7 @@ func (w *walk) member(t *Target) bool {
 	}
 	lim := t.Limiter()
 	if ok, class := lim.Acquire(w.deadline, nil); !ok {
+		w.now = w.clk.now() // the limiter may have waited
 		// No call was made, so the breaker hears a neutral outcome whatever
 		// the limiter's reason: a wait cut short by the request deadline
 		// (ClassTimeout) is not the target's failure and must not count
@@ -235,7 +250,7 @@ func (w *walk) member(t *Target) bool {
 	}()
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 {
-			if ticket, ok = br.Allow(w.clk.now()); !ok {
+			if ticket, ok = br.Allow(w.now); !ok {
 				break // opened by our own failures: keep the last failure
 			}
 		}
@@ -249,9 +264,8 @@ func (w *walk) member(t *Target) bool {
 		}
 		w.last = o
 		if o.class == ClassRateLimited {
-			now := w.clk.now()
-			d := ParkDuration(o.retryAfter, now)
-			t.Park().ParkUntil(now.Add(d))
+			d := ParkDuration(o.retryAfter, w.now)
+			t.Park().ParkUntil(w.now.Add(d))
 			// A later member found parked answers with the soonest time
 			// any candidate is back, this one included.
 			if w.minPark < 0 || d < w.minPark {
@@ -263,13 +277,14 @@ func (w *walk) member(t *Target) bool {
 			break
 		}
 		backoff := w.clk.jitter(t.Retry.InitialBackoff << min(attempt-1, 20))
-		if d, ok := ParseRetryAfter(o.retryAfter, w.clk.now()); ok {
+		if d, ok := ParseRetryAfter(o.retryAfter, w.now); ok {
 			backoff = min(d, MaxRetryAfterBackoff)
 		}
-		if !w.clk.now().Add(backoff).Before(w.deadline) {
+		if !w.now.Add(backoff).Before(w.deadline) {
 			break // the request deadline comes first: no point sleeping
 		}
 		w.clk.sleep(backoff)
+		w.now = w.clk.now()
 	}
 	return false
 }
@@ -281,7 +296,7 @@ func (w *walk) retryable(t *Target, o outcome) bool {
 		return true
 	case ClassTimeout:
 		// An attempt timeout retries; a request timeout cannot.
-		return w.clk.now().Before(w.deadline)
+		return w.now.Before(w.deadline)
 	case ClassServer:
 		return t.Retry.RetryableStatus(o.status)
 	}
@@ -296,6 +311,8 @@ var (
 	headerRequestID      = []byte("X-Request-Id")
 	headerAcceptEncoding = []byte("Accept-Encoding")
 	identityCoding       = []byte("identity")
+	headerTarget         = []byte(HeaderTarget)
+	headerProvider       = []byte(HeaderProvider)
 	headerModel          = []byte(HeaderModel)
 	headerAttempts       = []byte(HeaderAttempts)
 )
@@ -347,12 +364,14 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		resp.StreamBody = true
 	}
 	t0 := w.clk.now()
+	w.now = t0
 	attemptDeadline := t0.Add(t.Timeout)
 	if w.deadline.Before(attemptDeadline) {
 		attemptDeadline = w.deadline
 	}
 	w.res.Attempts++
 	err := t.client().DoDeadline(req, resp, attemptDeadline)
+	w.now = w.clk.now()
 	fasthttp.ReleaseRequest(req) // written: the body is not needed any more
 	if err != nil {
 		o = outcome{class: errClass(err)}
@@ -379,7 +398,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	if w.call.Stream {
 		return w.stream(t, ticket, resp, t0)
 	}
-	w.res.TTFB = w.clk.now().Sub(w.start)
+	w.res.TTFB = w.now.Sub(w.start)
 	// Translate into the client response's pooled body buffer: a fresh
 	// response has none yet, and Body() alone would hand nil to the
 	// adapter, so every answer would be copied into a new allocation.
@@ -400,12 +419,12 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	return outcome{class: ClassOK, status: status}, false
 }
 
-// done reports an attempt's outcome to the breaker and the observer.
+// done reports an attempt's outcome to the breaker and the observer; w.now
+// is the time the attempt ended.
 func (w *walk) done(t *Target, ticket Ticket, o outcome, t0 time.Time) {
 	w.pending = false
-	now := w.clk.now()
-	t.Breaker().Done(ticket, o.class, now)
-	w.obs.Attempt(t, o.class, o.status, now.Sub(t0))
+	t.Breaker().Done(ticket, o.class, w.now)
+	w.obs.Attempt(t, o.class, o.status, w.now.Sub(t0))
 }
 
 // maxErrorBody caps how much of an error answer is read.
@@ -438,8 +457,8 @@ func errClass(err error) Class {
 // headers sets the X-Gateway-* response headers for the last member.
 func (w *walk) headers(t *Target) {
 	h := &w.rc.Response.Header
-	h.Set(HeaderTarget, t.Name)
-	h.Set(HeaderProvider, t.Provider)
+	h.SetCanonical(headerTarget, stringBytes(t.Name))
+	h.SetCanonical(headerProvider, stringBytes(t.Provider))
 	setModelHeader(h, t.UpstreamModel(w.call.Model))
 	var buf [20]byte
 	h.SetCanonical(headerAttempts, strconv.AppendInt(buf[:0], int64(w.res.Attempts), 10))

@@ -28,6 +28,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 	// Before the commit the attempt deadline set by DoDeadline still bounds
 	// the read.
 	frame, err := dec.Next((*buf)[:0], br)
+	w.now = w.clk.now() // the first event may take long: done and TTFB need this
 	if err != nil && err != io.EOF {
 		o := streamFailure(err)
 		o.status = max(o.status, 0)
@@ -39,9 +40,8 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 		w.done(t, ticket, o, t0)
 		return o, false
 	}
-	now := w.clk.now()
-	w.res.TTFB = now.Sub(w.start)
-	w.obs.Attempt(t, ClassOK, resp.StatusCode(), now.Sub(t0))
+	w.res.TTFB = w.now.Sub(w.start)
+	w.obs.Attempt(t, ClassOK, resp.StatusCode(), w.now.Sub(t0))
 
 	// Commit.
 	rc := w.rc

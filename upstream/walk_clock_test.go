@@ -1,0 +1,123 @@
+package upstream
+
+import (
+	"bufio"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/config"
+)
+
+// The walk reads the clock only at its start, around each upstream call and
+// after waits (see walk.now). These tests pin what that must still get
+// right: durations include the wait for the upstream, and a wait that used
+// up the request deadline ends the walk.
+
+// tookObserver records the duration of every Attempt.
+type tookObserver struct {
+	NopObserver
+	mu   sync.Mutex
+	took []time.Duration
+}
+
+func (o *tookObserver) Attempt(_ *Target, _ Class, _ int, took time.Duration) {
+	o.mu.Lock()
+	o.took = append(o.took, took)
+	o.mu.Unlock()
+}
+
+func TestWalkTimesIncludeTheUpstreamWait(t *testing.T) {
+	const delay = 60 * time.Millisecond
+	h := newHarness(t)
+	h.mock("a", func(ctx *fasthttp.RequestCtx, n int) {
+		time.Sleep(delay)
+		ok("a")(ctx, n)
+	})
+	ta := h.target("a", nil)
+	obs := &tookObserver{}
+	start := time.Now()
+	rc, res := h.walk(chatCall(false), []*Target{ta}, 5*time.Second, obs)
+	if rc.Response.StatusCode() != 200 {
+		t.Fatalf("status %d", rc.Response.StatusCode())
+	}
+	if len(obs.took) != 1 || obs.took[0] < delay {
+		t.Errorf("attempt durations %v; want one ≥ %v", obs.took, delay)
+	}
+	if res.TTFB < delay {
+		t.Errorf("TTFB %v; want ≥ %v", res.TTFB, delay)
+	}
+	if got := res.End.Sub(start); got < delay || res.End.After(time.Now()) {
+		t.Errorf("End is %v after the start; want ≥ %v and not in the future", got, delay)
+	}
+}
+
+func TestWalkStreamTimesIncludeTheFirstEventWait(t *testing.T) {
+	const pause = 80 * time.Millisecond
+	h := newHarness(t)
+	// The headers and a comment leave at once, so the response headers are
+	// in before the first event: the attempt is not over when they arrive.
+	h.mock("a", func(ctx *fasthttp.RequestCtx, _ int) {
+		ctx.SetContentType("text/event-stream")
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+			w.WriteString(": opening\n\n") //nolint:errcheck
+			w.Flush()                      //nolint:errcheck
+			time.Sleep(pause)
+			w.WriteString("data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: [DONE]\n\n") //nolint:errcheck
+		})
+	})
+	ta := h.target("a", nil)
+	obs := &tookObserver{}
+	rc, res := h.walk(chatCall(true), []*Target{ta}, 5*time.Second, obs)
+	if !res.Stream {
+		t.Fatalf("not streamed: status %d body %s", rc.Response.StatusCode(), rc.Response.Body())
+	}
+	streamBody(t, rc)
+	if len(obs.took) != 1 || obs.took[0] < pause {
+		t.Errorf("attempt durations %v; want one ≥ %v (headers come at once, the first event after %v)", obs.took, pause, pause)
+	}
+	if res.TTFB < pause {
+		t.Errorf("TTFB %v; want ≥ %v", res.TTFB, pause)
+	}
+}
+
+// A stream whose first event never comes in time is an attempt timeout;
+// the attempt's duration reported to the observer covers that wait.
+func TestWalkStreamFirstEventTimeoutDuration(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", sse(300*time.Millisecond, "data: {}\n\n"))
+	ta := h.target("a", func(ct *config.Target) { ct.Timeout = 80 * time.Millisecond })
+	obs := &tookObserver{}
+	_, res := h.walk(chatCall(true), []*Target{ta}, 5*time.Second, obs)
+	if res.Class != ClassTimeout {
+		t.Fatalf("class %v; want timeout", res.Class)
+	}
+	if len(obs.took) == 0 || obs.took[0] < 80*time.Millisecond {
+		t.Errorf("attempt durations %v; want the first ≥ 80ms", obs.took)
+	}
+}
+
+// A wait for a's slot that runs into the request deadline ends the walk:
+// the next member is not called after the deadline has passed.
+func TestWalkLimiterWaitUntilDeadlineDoesNotCallNextMember(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", ok("a"))
+	b := h.mock("b", ok("b"))
+	ta := h.target("a", func(ct *config.Target) {
+		ct.Concurrency = config.Concurrency{MaxConcurrency: 1, QueueSize: 1}
+	})
+	tb := h.target("b", nil)
+	if ok, _ := ta.Limiter().Acquire(time.Time{}, nil); !ok {
+		t.Fatal("could not take a's only slot")
+	}
+	defer ta.Limiter().Release()
+	rc, res := h.walk(chatCall(false), []*Target{ta, tb}, 40*time.Millisecond, nil)
+	if rc.Response.StatusCode() != fasthttp.StatusGatewayTimeout || res.Class != ClassTimeout {
+		t.Fatalf("status %d class %v; want 504 timeout", rc.Response.StatusCode(), res.Class)
+	}
+	if n := b.calls.Load(); n != 0 || res.Attempts != 0 {
+		t.Fatalf("b called %d times, %d attempts, after the deadline passed in a's queue", n, res.Attempts)
+	}
+}
