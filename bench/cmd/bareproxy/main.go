@@ -3,6 +3,8 @@
 // "listening http://ADDR". With -metrics ADDR it also serves the Go runtime
 // counters (go_memstats_mallocs_total, ...) in Prometheus text format on
 // ADDR/metrics, on a separate listener so the proxied path stays untouched.
+// -reduce-memory turns on fasthttp's ReduceMemoryUsage, for comparing the
+// memory of idle connections with Switchyard's server.reduce_memory_usage.
 package main
 
 import (
@@ -26,6 +28,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	upstream := flag.String("upstream", "", "upstream host:port (an http:// URL is accepted; its path is ignored)")
 	metricsAddr := flag.String("metrics", "", "optional address serving Go runtime metrics on /metrics")
+	reduceMemory := flag.Bool("reduce-memory", false, "set fasthttp's Server.ReduceMemoryUsage (as Switchyard's server.reduce_memory_usage does)")
 	flag.Parse()
 	up := strings.TrimPrefix(*upstream, "http://")
 	if i := strings.IndexByte(up, '/'); i >= 0 {
@@ -40,6 +43,7 @@ func main() {
 		log.Fatal().Err(err).Str("listen", *listen).Msg("cannot listen")
 	}
 	srv := bareproxy.NewServer(bareproxy.New(up))
+	srv.ReduceMemoryUsage = *reduceMemory
 	go func() {
 		if err := srv.Serve(ln); err != nil {
 			log.Fatal().Err(err).Msg("serve")
