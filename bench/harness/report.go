@@ -1,8 +1,11 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -87,6 +90,33 @@ type Point struct {
 	// SliceP99 is the p99 of each slice the point was measured in (nil:
 	// not recorded); its spread shows how noisy Result's merged p99 is.
 	SliceP99 []time.Duration
+	// CPUSeconds is the proxy process's user+system CPU time read around
+	// each slice's load run, summed; Wall is the wall time between those
+	// readings, summed. Wall 0 (the zero value) means CPU unknown.
+	CPUSeconds float64
+	Wall       time.Duration
+}
+
+// Busy is the fraction of one CPU the proxy used during the point's slices
+// (CPU time over wall time); ok false when unknown.
+func (p *Point) Busy() (float64, bool) {
+	if p.Wall <= 0 || p.CPUSeconds < 0 {
+		return 0, false
+	}
+	return p.CPUSeconds / p.Wall.Seconds(), true
+}
+
+// CPUPerRequest is the proxy's CPU time per request sent during the point's
+// slices; ok false when unknown.
+func (p *Point) CPUPerRequest() (time.Duration, bool) {
+	if p.Wall <= 0 || p.CPUSeconds < 0 || p.Result == nil {
+		return 0, false
+	}
+	n := p.Result.Completed + p.Result.Errors
+	if n == 0 {
+		return 0, false
+	}
+	return time.Duration(p.CPUSeconds / float64(n) * float64(time.Second)), true
 }
 
 // Series is a sweep of one proxy.
@@ -117,6 +147,16 @@ type Idle struct {
 	Sockets int
 	// RSSBefore and RSSAfter are VmRSS without and with the connections.
 	RSSBefore, RSSAfter int64
+	// RSSAnon and RSSFile split the resident set while the connections were
+	// held (read with RSSAfter) into anonymous memory (heap, goroutine
+	// stacks, runtime structures) and file-backed pages (mostly the
+	// executable's own code and data); 0 when unknown.
+	RSSAnon, RSSFile int64
+	// StackInuse and HeapInuse are go_memstats_stack_inuse_bytes and
+	// go_memstats_heap_inuse_bytes, Goroutines is go_goroutines, scraped
+	// from the process's /metrics while the connections were held; 0 when
+	// unknown (a running Go process never reports 0).
+	StackInuse, HeapInuse, Goroutines int64
 	// Err says what went wrong, if anything.
 	Err string
 }
@@ -149,8 +189,23 @@ type Report struct {
 	SweepBaseline string
 	SweepFor      map[string]string
 	Idle          []Idle
+	// Profile is the pprof section; nil: not run.
+	Profile *Profile
 	// Notes are printed at the end, one bullet each.
 	Notes []string
+	// History, when non-empty, is appended verbatim at the end of the
+	// Markdown under "## Before and after" (see LoadHistory).
+	History string
+}
+
+// LoadHistory returns the content of the file at path (bench/HISTORY.md,
+// written by hand), or "" with no error when there is no such file.
+func LoadHistory(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return string(b), err
 }
 
 func (rep *Report) series(name string) *Series {
@@ -421,23 +476,13 @@ func (rep *Report) Markdown(svgName string) string {
 	}
 	if len(rep.Idle) > 0 {
 		b.WriteString("## Idle keep-alive connections\n\n")
-		b.WriteString("| process | connections held | still open after | sockets in process | RSS before | RSS with connections | per connection |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|\n")
-		for _, i := range rep.Idle {
-			if i.Err != "" && i.Opened == 0 {
-				fmt.Fprintf(&b, "| %s | not measured: %s ||||||\n", i.Name, truncate(i.Err, 80))
-				continue
-			}
-			per := "—"
-			if i.Opened > 0 {
-				per = fmt.Sprintf("%.1f KiB", float64(i.RSSAfter-i.RSSBefore)/float64(i.Opened)/1024)
-			}
-			fmt.Fprintf(&b, "| %s | %d of %d | %d | %d | %s | %s | %s |\n", i.Name, i.Opened, i.Wanted, i.Alive,
-				i.Sockets, FormatBytes(i.RSSBefore), FormatBytes(i.RSSAfter), per)
-		}
-		b.WriteString("\n")
+		rep.writeIdle(&b)
 	}
 	b.WriteString("## Router match\n\n<!-- router table -->\n\n")
+	if rep.Profile != nil {
+		b.WriteString("## Profiles\n\n")
+		rep.Profile.write(&b)
+	}
 	if len(rep.Notes) > 0 {
 		b.WriteString("## Notes\n\n")
 		for _, n := range rep.Notes {
@@ -450,17 +495,59 @@ func (rep *Report) Markdown(svgName string) string {
 		}
 		b.WriteString("\n")
 	}
+	if rep.History != "" {
+		b.WriteString("## Before and after\n\n")
+		b.WriteString(rep.History)
+		if !strings.HasSuffix(rep.History, "\n") {
+			b.WriteString("\n")
+		}
+	}
 	return b.String()
+}
+
+// writeIdle renders the idle-connection table: RSS without and with the
+// connections, and what the resident set held while they were open.
+func (rep *Report) writeIdle(b *strings.Builder) {
+	b.WriteString("| process | connections held | still open after | sockets in process | RSS before | RSS with connections | per connection | anonymous RSS | file-backed RSS (executable) | goroutine stacks | heap in use | goroutines |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, i := range rep.Idle {
+		if i.Err != "" && i.Opened == 0 {
+			fmt.Fprintf(b, "| %s | not measured: %s |||||||||||\n", i.Name, truncate(i.Err, 80))
+			continue
+		}
+		per := "—"
+		if i.Opened > 0 {
+			per = fmt.Sprintf("%.1f KiB", float64(i.RSSAfter-i.RSSBefore)/float64(i.Opened)/1024)
+		}
+		fmt.Fprintf(b, "| %s | %d of %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", i.Name, i.Opened, i.Wanted, i.Alive,
+			i.Sockets, FormatBytes(i.RSSBefore), FormatBytes(i.RSSAfter), per,
+			bytesOrDash(i.RSSAnon), bytesOrDash(i.RSSFile), bytesOrDash(i.StackInuse), bytesOrDash(i.HeapInuse), countOrDash(i.Goroutines))
+	}
+	b.WriteString("\n")
+}
+
+func bytesOrDash(n int64) string {
+	if n <= 0 {
+		return "—"
+	}
+	return FormatBytes(n)
+}
+
+func countOrDash(n int64) string {
+	if n <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%d", n)
 }
 
 func (rep *Report) writeSweepTable(b *strings.Builder) {
 	b.WriteString("| offered req/s |")
 	for _, s := range rep.Sweeps {
-		fmt.Fprintf(b, " %s p50 | %s p99 | %s achieved |", s.Name, s.Name, s.Name)
+		fmt.Fprintf(b, " %s p50 | %s p99 | %s achieved | %s busy |", s.Name, s.Name, s.Name, s.Name)
 	}
 	b.WriteString("\n|--:|")
 	for range rep.Sweeps {
-		b.WriteString("--:|--:|--:|")
+		b.WriteString("--:|--:|--:|--:|")
 	}
 	b.WriteString("\n")
 	var rates []float64
@@ -477,11 +564,11 @@ func (rep *Report) writeSweepTable(b *strings.Builder) {
 		for i := range rep.Sweeps {
 			p := rep.Sweeps[i].At(rate)
 			if p == nil || p.Result.Completed == 0 {
-				b.WriteString(" — | — | — |")
+				b.WriteString(" — | — | — | — |")
 				continue
 			}
 			l := p.Result.Latency
-			fmt.Fprintf(b, " %s | %s | %.0f |", FormatDuration(l.Quantile(0.5)), FormatDuration(l.Quantile(0.99)), p.Result.Throughput())
+			fmt.Fprintf(b, " %s | %s | %.0f | %s |", FormatDuration(l.Quantile(0.5)), FormatDuration(l.Quantile(0.99)), p.Result.Throughput(), pointBusy(p))
 		}
 		b.WriteString("\n")
 	}
@@ -498,20 +585,34 @@ func (rep *Report) writeSpread(b *strings.Builder) {
 			continue
 		}
 		lo, med, hi := Spread(p.SliceP99)
-		lines = append(lines, fmt.Sprintf("| %s | %s | %s | %d | %s | %s | %s |\n", rep.Sweeps[i].Name,
+		lines = append(lines, fmt.Sprintf("| %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", rep.Sweeps[i].Name,
 			FormatDuration(p.Result.Latency.Quantile(0.5)), FormatDuration(p.Result.Latency.Quantile(0.99)),
-			len(p.SliceP99), FormatDuration(lo), FormatDuration(med), FormatDuration(hi)))
+			len(p.SliceP99), FormatDuration(lo), FormatDuration(med), FormatDuration(hi), pointBusy(p), pointCPU(p)))
 	}
 	if len(lines) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "p99 at half saturation (%.0f req/s offered) and its spread across the alternating slices (each slice's own p99):\n\n", rep.HalfRate)
-	b.WriteString("| series | p50 | p99 (all slices) | slices | slice p99 min | slice p99 median | slice p99 max |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(b, "p99 at half saturation (%.0f req/s offered) and its spread across the alternating slices (each slice's own p99), with the proxy's CPU busy (its CPU time over the wall time of its slices) and CPU per request there. In open loop every request arrives on its own and pays the wake-up and syscall costs that closed-loop pipelining shares, so busy at half of closed-loop saturation can be far above 50%%; the busier the proxy's one core, the longer requests wait behind each other, and p99 grows with that queueing, not with the work per request alone.\n\n", rep.HalfRate)
+	b.WriteString("| series | p50 | p99 (all slices) | slices | slice p99 min | slice p99 median | slice p99 max | proxy CPU busy | proxy CPU/req |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, l := range lines {
 		b.WriteString(l)
 	}
 	b.WriteString("\n")
+}
+
+func pointBusy(p *Point) string {
+	if f, ok := p.Busy(); ok {
+		return fmt.Sprintf("%.0f%%", f*100)
+	}
+	return "—"
+}
+
+func pointCPU(p *Point) string {
+	if d, ok := p.CPUPerRequest(); ok {
+		return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
+	}
+	return "—"
 }
 
 // Spread returns the minimum, median and maximum of d (zeros when empty);
