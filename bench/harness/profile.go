@@ -22,6 +22,9 @@ const (
 	// Switchyard frame on their stack. Anchored so it cannot match the
 	// binary's file name (pprof also matches mappings).
 	SwitchyardFocus = `^github\.com/switchyard/`
+	// ProfilerFocus selects samples of the profiler itself (the pprof
+	// HTTP handler writing a profile).
+	ProfilerFocus = `^(net/http|runtime)/pprof\.`
 	// profileListed is how many Switchyard functions the CPU listing shows.
 	profileListed = 12
 )
@@ -161,12 +164,13 @@ type Profile struct {
 	CPURequests int64
 	// Allocs is `-top -sample_index=alloc_objects` of the allocations in
 	// the allocation window (a -base diff), AllocsFocus the same with
-	// -focus=SwitchyardFocus, every node listed; AllocsText is the text of
-	// a short listing of the former, shown as is. AllocRequests is how many
-	// requests the upstream served in the window (0: unknown).
-	Allocs, AllocsFocus *PprofTop
-	AllocsText          string
-	AllocRequests       int64
+	// -focus=SwitchyardFocus and AllocsProfiler with -focus=ProfilerFocus,
+	// every node listed (nil: unknown). AllocsText and AllocsFocusText are
+	// short listings of the first two, shown as they are. AllocRequests is
+	// how many requests the upstream served in the window (0: unknown).
+	Allocs, AllocsFocus, AllocsProfiler *PprofTop
+	AllocsText, AllocsFocusText         string
+	AllocRequests                       int64
 	// Commands reproduce the profiles (shell, shown in a code block).
 	Commands string
 	// Notes are problems met on the way, one bullet each.
@@ -297,11 +301,17 @@ func (p *Profile) writeAllocs(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "| allocations in the window (%d requests) | objects | per request |\n|---|--:|--:|\n", n)
 	fmt.Fprintf(b, "| all | %.0f | %s |\n", a.Total, per(a.Total))
+	if f := p.AllocsProfiler; f != nil {
+		fmt.Fprintf(b, "| by the profiler itself (a net/http/pprof or runtime/pprof frame on the stack) | %.0f | %s |\n", f.Shown, per(f.Shown))
+	}
 	if f := p.AllocsFocus; f != nil {
-		fmt.Fprintf(b, "| with a github.com/switchyard/ frame on the stack | %.0f | %s |\n", f.Shown, per(f.Shown))
+		fmt.Fprintf(b, "| **with a github.com/switchyard/ frame on the stack** | %.0f | %s |\n", f.Shown, per(f.Shown))
 	}
 	b.WriteString("\n")
 	if p.AllocsText != "" {
 		b.WriteString("Top allocation sites in the window (`-sample_index=alloc_objects -top`):\n\n```\n" + strings.TrimRight(p.AllocsText, "\n") + "\n```\n\n")
+	}
+	if p.AllocsFocusText != "" {
+		fmt.Fprintf(b, "Those with a Switchyard frame on the stack (`-sample_index=alloc_objects -top -focus='%s'`):\n\n```\n%s\n```\n\n", SwitchyardFocus, strings.TrimRight(p.AllocsFocusText, "\n"))
 	}
 }

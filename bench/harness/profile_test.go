@@ -123,8 +123,9 @@ func TestProfileMarkdown(t *testing.T) {
 	f, _ := ParsePprofTop(focusNone)
 	p := &Profile{
 		Setup: "Set up like so.", CPU: c, CPURequests: 230000,
-		Allocs: a, AllocsFocus: f, AllocRequests: 160000, AllocsText: "      flat  flat%\n       872 58.88%  runtime/pprof.allFrames\n",
-		Commands: "go build -tags pprof .\n", Notes: []string{"something odd"},
+		Allocs: a, AllocsFocus: f, AllocsProfiler: a, AllocRequests: 160000, AllocsText: "      flat  flat%\n       872 58.88%  runtime/pprof.allFrames\n",
+		AllocsFocusText: "Showing nodes accounting for 0, 0% of 1481 total\n",
+		Commands:        "go build -tags pprof .\n", Notes: []string{"something odd"},
 	}
 	if own, ok := p.OwnCPU(); !ok || !near(own, 0.56) {
 		t.Fatalf("own CPU %v %v", own, ok)
@@ -144,7 +145,9 @@ func TestProfileMarkdown(t *testing.T) {
 		"| `github.com/valyala/fasthttp.(*HostClient).DoDeadline` (for reference) | 0.01 s | 2.00 s | 44.1% | 8.70 µs |",
 		"### Allocations\n\n| allocations in the window (160000 requests) | objects | per request |",
 		"| all | 1481 | 0.009 |",
-		"| with a github.com/switchyard/ frame on the stack | 0 | 0.000 |",
+		"| by the profiler itself (a net/http/pprof or runtime/pprof frame on the stack) | 1446 | 0.009 |",
+		"| **with a github.com/switchyard/ frame on the stack** | 0 | 0.000 |",
+		"`-sample_index=alloc_objects -top -focus='^github\\.com/switchyard/'`):\n\n```\nShowing nodes accounting for 0, 0% of 1481 total\n```",
 		"```\n      flat  flat%\n       872 58.88%  runtime/pprof.allFrames\n```",
 		"- something odd\n",
 		"To reproduce:\n\n```sh\ngo build -tags pprof .\n```",

@@ -592,7 +592,7 @@ func (rep *Report) writeSpread(b *strings.Builder) {
 	if len(lines) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "p99 at half saturation (%.0f req/s offered) and its spread across the alternating slices (each slice's own p99), with the proxy's CPU busy (its CPU time over the wall time of its slices) and CPU per request there. In open loop every request arrives on its own and pays the wake-up and syscall costs that closed-loop pipelining shares, so busy at half of closed-loop saturation can be far above 50%%; the busier the proxy's one core, the longer requests wait behind each other, and p99 grows with that queueing, not with the work per request alone.\n\n", rep.HalfRate)
+	fmt.Fprintf(b, "p99 at half saturation (%.0f req/s offered) and its spread across the alternating slices (each slice's own p99), with the proxy's CPU busy (its CPU time over the wall time of its slices) and CPU per request there. In open loop requests arrive spread out, and each pays wake-up and system-call costs that a saturated closed loop shares across many ready connections per wake-up, so CPU per request is higher than in the closed-loop rows and busy at half of closed-loop saturation can be far above 50%%; the busier the proxy's one core, the more often a request waits behind others, so p99 there grows with queueing, not with the work per request alone.\n\n", rep.HalfRate)
 	b.WriteString("| series | p50 | p99 (all slices) | slices | slice p99 min | slice p99 median | slice p99 max | proxy CPU busy | proxy CPU/req |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, l := range lines {
