@@ -11,7 +11,12 @@
 //     allocations per request (go_memstats_mallocs_total from /metrics);
 //   - latency against offered open-loop load for the bare proxy and
 //     Switchyard (bench/latency.svg), and p99 added at half saturation;
-//   - the RSS of Switchyard holding 10,000 idle keep-alive connections.
+//   - the RSS of Switchyard holding 10,000 idle keep-alive connections,
+//     split into anonymous and file-backed memory, with the Go runtime's
+//     goroutine stacks, heap in use and goroutine count;
+//   - CPU and allocation profiles of Switchyard (a `go build -tags pprof`
+//     binary) under the 1-rule load, summarised with `go tool pprof`;
+//   - bench/HISTORY.md, when it exists, appended as "Before and after".
 //
 // CPU placement on a 2-core machine: the proxy under test (bare proxy or
 // Switchyard) runs alone on CPU 0 with GOMAXPROCS=1; the mock upstreams and
@@ -53,6 +58,9 @@ type options struct {
 	streamInterval time.Duration
 	microBenchtime string
 	sweepMock      string
+	profileSeconds int
+	profileDir     string
+	history        string
 }
 
 func main() {
@@ -70,6 +78,9 @@ func main() {
 	flag.IntVar(&o.streamEvents, "stream-events", 20, "SSE events per stream")
 	flag.DurationVar(&o.streamInterval, "stream-interval", 0, "pause between SSE events at the mock")
 	flag.StringVar(&o.microBenchtime, "micro-benchtime", "300ms", "-benchtime of the in-process micro-benchmarks (router, peek, walk, translation); empty: skip them")
+	flag.IntVar(&o.profileSeconds, "profile-seconds", 8, "length of the CPU profile of Switchyard under load, in whole seconds (the allocation window is half of it); 0: no Profiles section")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "where to keep the raw profiles (default: a new directory under the system temp dir, logged)")
+	flag.StringVar(&o.history, "history", "bench/HISTORY.md", "hand-written before/after notes appended verbatim as \"## Before and after\" when the file exists")
 	flag.StringVar(&o.sweepMock, "sweep-mock", "inprocess", "upstream of the latency sweep: inprocess (a mock inside this driver process) or process (the mock upstream process the other rows use)")
 	flag.Parse()
 	if o.sweepMock != "inprocess" && o.sweepMock != "process" {
@@ -115,6 +126,14 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 			log.Warn().Err(err).Msg("switchyard does not build; its scenarios are skipped")
 		}
 	}
+	if o.profileSeconds > 0 {
+		// The Profiles section's binary: the same source with pprof.go
+		// compiled in. Only the profiling runs use it.
+		if err := goBuildTags(ctx, root, "pprof", filepath.Join(tmp, "bin", profileBinName), "."); err != nil {
+			b.pprofErr = "switchyard does not build with -tags pprof: " + firstLine(err.Error())
+			log.Warn().Err(err).Msg("pprof build failed; no Profiles section")
+		}
+	}
 
 	limit, err := harness.RaiseFileLimit()
 	if err != nil {
@@ -132,6 +151,7 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	b.scenarios()
 	b.sweep()
 	b.idle()
+	b.profile(root)
 	b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Whole run took %s.", time.Since(start).Round(time.Second)))
 	if busy, at := busyMachine(b.rep.Machine.LoadAvg); busy {
 		b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Other processes were running: 1-minute load average %s before the run on %d cores. Treat tail latencies (and the pass/miss lines) as noisy; rerun on an idle machine.",
@@ -148,6 +168,13 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 				return err
 			}
 		}
+	}
+	if o.history != "" {
+		h, err := harness.LoadHistory(inRoot(root, o.history))
+		if err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		b.rep.History = h
 	}
 	md := b.rep.Markdown(svg)
 	if o.microBenchtime != "" {
@@ -220,7 +247,16 @@ func moduleRoot() (string, error) {
 }
 
 func goBuild(ctx context.Context, root, out string, pkgs ...string) error {
-	args := append([]string{"build", "-o", out}, pkgs...)
+	return goBuildTags(ctx, root, "", out, pkgs...)
+}
+
+// goBuildTags is goBuild with build tags (none when empty).
+func goBuildTags(ctx context.Context, root, tags, out string, pkgs ...string) error {
+	args := []string{"build"}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	args = append(append(args, "-o", out), pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -106,7 +106,19 @@ func (b *bench) startSwitchyard(name string, reduceMemory bool, targets []gwTarg
 	if b.syErr != "" {
 		return nil, fmt.Errorf("%s", b.syErr)
 	}
-	return retry(func() (*proxy, error) { return b.startSwitchyardOnce(name, reduceMemory, targets, rules) })
+	return b.startSwitchyardProc(gwProc{bin: b.syBin}, name, reduceMemory, targets, rules)
+}
+
+// gwProc says which Switchyard binary to start, with what extra
+// environment.
+type gwProc struct {
+	bin string
+	env []string
+}
+
+// startSwitchyardProc is startSwitchyard for the binary and environment gp.
+func (b *bench) startSwitchyardProc(gp gwProc, name string, reduceMemory bool, targets []gwTarget, rules [][2]string) (*proxy, error) {
+	return retry(func() (*proxy, error) { return b.startSwitchyardOnce(gp, name, reduceMemory, targets, rules) })
 }
 
 // retry makes up to three attempts at start while the proxy exits at once:
@@ -124,7 +136,7 @@ func retry(start func() (*proxy, error)) (p *proxy, err error) {
 // errExited marks a proxy that exited before it was ready.
 var errExited = errors.New("exited before ready")
 
-func (b *bench) startSwitchyardOnce(name string, reduceMemory bool, targets []gwTarget, rules [][2]string) (*proxy, error) {
+func (b *bench) startSwitchyardOnce(gp gwProc, name string, reduceMemory bool, targets []gwTarget, rules [][2]string) (*proxy, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -134,8 +146,8 @@ func (b *bench) startSwitchyardOnce(name string, reduceMemory bool, targets []gw
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		return nil, err
 	}
-	p, err := harness.Start(b.ctx, b.syBin, []string{"serve", "-config", file, "-listen", addr},
-		harness.StartOptions{Name: "switchyard", CPUs: b.proxyCPUs, Env: []string{"GOMAXPROCS=1"}})
+	p, err := harness.Start(b.ctx, gp.bin, []string{"serve", "-config", file, "-listen", addr},
+		harness.StartOptions{Name: "switchyard", CPUs: b.proxyCPUs, Env: append([]string{"GOMAXPROCS=1"}, gp.env...)})
 	if err != nil {
 		return nil, err
 	}
@@ -189,9 +201,11 @@ func (b *bench) oneRuleURL(baseURL string, reduceMemory bool) (*proxy, error) {
 	if reduceMemory {
 		name += "-reduce-memory"
 	}
-	return b.startSwitchyard(name, reduceMemory, []gwTarget{{name: "primary", baseURL: baseURL}},
-		[][2]string{{"bench-model", "primary"}})
+	return b.startSwitchyard(name, reduceMemory, []gwTarget{{name: "primary", baseURL: baseURL}}, oneRuleRules)
 }
+
+// oneRuleRules is the rule set of every 1-rule Switchyard.
+var oneRuleRules = [][2]string{{"bench-model", "primary"}}
 
 // manyRulesURL starts Switchyard with b.o.rules model rules to baseURL and
 // returns it with a body matching the last rule.

@@ -48,6 +48,7 @@ type bench struct {
 
 	mockBin, bareBin, syBin string
 	syErr                   string // why Switchyard scenarios are skipped
+	pprofErr                string // why there is no pprof build
 	fileLimit               uint64
 	proxyCPUs, sideCPUs     []int
 

@@ -93,6 +93,11 @@ func (b *bench) sweep() {
 		}
 		merged := make([]*load.Result, len(cs))
 		sliceP99 := make([][]time.Duration, len(cs))
+		// The proxy's CPU time and the wall time around each slice's run,
+		// summed per contestant; cpuBad marks a failed /proc reading.
+		cpuSec := make([]float64, len(cs))
+		wall := make([]time.Duration, len(cs))
+		cpuBad := make([]bool, len(cs))
 		for r := range slices {
 			for j := range cs {
 				k := (j + r) % len(cs)
@@ -100,6 +105,8 @@ func (b *bench) sweep() {
 				if c.only > 0 && c.only != rate {
 					continue
 				}
+				cpu0, err0 := harness.CPUSeconds(c.p.proc.PID())
+				t0 := time.Now()
 				res, err := load.Run(b.ctx, load.Config{
 					URL: c.url, Body: c.body, Headers: authHeader, Connections: b.o.conns,
 					Duration: d / time.Duration(slices), Rate: rate, Timeout: 30 * time.Second,
@@ -107,6 +114,12 @@ func (b *bench) sweep() {
 				if err != nil {
 					return
 				}
+				cpu1, err1 := harness.CPUSeconds(c.p.proc.PID())
+				wall[k] += time.Since(t0)
+				if err0 != nil || err1 != nil {
+					cpuBad[k] = true
+				}
+				cpuSec[k] += cpu1 - cpu0
 				if merged[k] == nil {
 					merged[k] = &load.Result{Rate: rate}
 				}
@@ -121,9 +134,17 @@ func (b *bench) sweep() {
 			if res == nil {
 				continue
 			}
-			c.series.Points = append(c.series.Points, harness.Point{Offered: rate, Result: res, SliceP99: sliceP99[k]})
-			b.log.Info().Str("series", c.series.Name).Float64("offered", rate).Float64("achieved", math.Round(res.Throughput())).
-				Dur("p50", res.Latency.Quantile(0.5)).Dur("p99", res.Latency.Quantile(0.99)).Int64("errors", res.Errors).Msg("sweep step")
+			pt := harness.Point{Offered: rate, Result: res, SliceP99: sliceP99[k]}
+			if !cpuBad[k] {
+				pt.CPUSeconds, pt.Wall = cpuSec[k], wall[k]
+			}
+			c.series.Points = append(c.series.Points, pt)
+			ev := b.log.Info().Str("series", c.series.Name).Float64("offered", rate).Float64("achieved", math.Round(res.Throughput())).
+				Dur("p50", res.Latency.Quantile(0.5)).Dur("p99", res.Latency.Quantile(0.99)).Int64("errors", res.Errors)
+			if busy, ok := pt.Busy(); ok {
+				ev = ev.Str("busy", fmt.Sprintf("%.0f%%", busy*100))
+			}
+			ev.Msg("sweep step")
 		}
 	}
 	for _, c := range cs {
@@ -140,7 +161,7 @@ func (b *bench) idle() {
 		return
 	}
 	b.rep.Method = append(b.rep.Method, fmt.Sprintf(
-		"Idle connections: %d client connections each complete one GET /healthz (forwarded to the mock by the bare proxy) and stay open; RSS is VmRSS before opening them and 1 s after. Switchyard is measured with the default server settings (those of every throughput, CPU and latency row) and with server.reduce_memory_usage: true.", n))
+		"Idle connections: %d client connections each complete one GET /healthz (forwarded to the mock by the bare proxy) and stay open; RSS is VmRSS before opening them and 1 s after; while they are held, /proc/PID/status also gives RssAnon and RssFile (VmRSS = RssAnon + RssFile + RssShmem), and the process's /metrics gives go_memstats_stack_inuse_bytes, go_memstats_heap_inuse_bytes and go_goroutines. Switchyard is measured with the default server settings (those of every throughput, CPU and latency row) and with server.reduce_memory_usage: true.", n))
 	measure := func(name string, start func() (*proxy, error)) {
 		res := harness.Idle{Name: name, Wanted: n}
 		defer func() { b.rep.Idle = append(b.rep.Idle, res) }()
@@ -161,12 +182,30 @@ func (b *bench) idle() {
 		defer ic.Close()
 		res.Opened = ic.Len()
 		time.Sleep(time.Second)
-		res.RSSAfter, _ = harness.MemStatus(p.proc.PID(), "VmRSS")
+		if v, err := harness.MemStatuses(p.proc.PID(), "VmRSS", "RssAnon", "RssFile"); err == nil {
+			res.RSSAfter, res.RSSAnon, res.RSSFile = v[0], v[1], v[2]
+		} else {
+			b.log.Warn().Err(err).Str("process", name).Msg("cannot read /proc/PID/status")
+		}
 		res.Sockets, _ = harness.CountSockets(p.proc.PID())
+		// The Go runtime's view, after /proc so the scrape's own memory is
+		// not in the RSS figures.
+		if v, found, err := harness.ScrapeSamples(p.metricsURL,
+			"go_memstats_stack_inuse_bytes", "go_memstats_heap_inuse_bytes", "go_goroutines"); err == nil {
+			for i, dst := range []*int64{&res.StackInuse, &res.HeapInuse, &res.Goroutines} {
+				if found[i] {
+					*dst = int64(v[i])
+				}
+			}
+		} else {
+			b.log.Warn().Err(err).Str("process", name).Msg("cannot scrape /metrics while holding the connections")
+		}
 		res.Alive = ic.Alive()
 		b.log.Info().Str("process", name).Int("opened", res.Opened).Int("alive", res.Alive).
 			Str("rss_before", harness.FormatBytes(res.RSSBefore)).Str("rss_after", harness.FormatBytes(res.RSSAfter)).
-			Str("err", res.Err).Msg("idle connections")
+			Str("rss_anon", harness.FormatBytes(res.RSSAnon)).Str("rss_file", harness.FormatBytes(res.RSSFile)).
+			Str("stacks", harness.FormatBytes(res.StackInuse)).Str("heap_inuse", harness.FormatBytes(res.HeapInuse)).
+			Int64("goroutines", res.Goroutines).Str("err", res.Err).Msg("idle connections")
 	}
 	measure("Switchyard, 1 rule (default)", func() (*proxy, error) { return b.oneRule(b.primary) })
 	measure("Switchyard, 1 rule, reduce_memory_usage: true", func() (*proxy, error) { return b.oneRuleWith(b.primary, true) })
