@@ -58,7 +58,7 @@ func (b *bench) profile(root string) {
 	}
 	allocSec := max(1, sec/2)
 	prof.Setup = fmt.Sprintf("Switchyard with the 1-rule config, built with `go build -tags pprof` (pprof.go serves net/http/pprof on `$SWITCHYARD_PPROF_LISTEN`; every measured row above uses the normal build), %s with GOMAXPROCS=1 like the other Switchyard rows, under the 1-rule row's closed-loop load (%d connections, the same request), after a %v warm-up. "+
-		"CPU: a %d s profile (`/debug/pprof/profile?seconds=%d`). "+
+		"CPU: `/debug/pprof/profile?seconds=%d` (%d s). "+
 		"Allocations: a second process, started with `GODEBUG=memprofilerate=1` so that every allocation is recorded (the default records about one per 512 KiB allocated, too coarse for a few allocations per request), under the same load; the window is the %d s between two `/debug/pprof/heap?gc=1` snapshots, diffed with `-base`. "+
 		"Each snapshot forces a GC, which publishes the allocation records up to that moment; `/debug/pprof/allocs?seconds=N` is a delta too on this Go version, but between the last GCs before its two ends, which in a process that allocates little can lie seconds before the window. "+
 		"Requests are counted by the mock upstream's own counter, read around each window. The pprof HTTP handler runs inside the process, so its own CPU and allocations are in the profiles.",
