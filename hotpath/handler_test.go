@@ -210,6 +210,25 @@ func TestBadBodies(t *testing.T) {
 	noCalls(t, a, b, c)
 }
 
+// A body nested millions deep used to overflow the goroutine's stack in
+// fastjson.Validate's recursion: a fatal error no recover catches, the
+// whole gateway gone for one request. It is a 400 now, and the gateway
+// keeps serving.
+func TestDeeplyNestedBodyIsRefused(t *testing.T) {
+	a, b, c := threeMocks(t)
+	tg := startGateway(t, strings.Replace(baseConfig, "max_request_bytes: 2048", "max_request_bytes: 12582912", 1), a, b, c)
+	for _, body := range []string{
+		`{"model":"gpt-4o","messages":` + strings.Repeat("[", 5<<20),
+		strings.Repeat("[", 5<<20) + strings.Repeat("]", 5<<20),
+	} {
+		r := tg.do("POST", "/v1/chat/completions", body)
+		wantResponse(t, "deep body", r, 400, `{"error":{"message":"request body is not valid JSON: arrays and objects are nested more than 300 deep","type":"invalid_request_error","param":null,"code":"invalid_request"}}`)
+	}
+	if r := tg.do("POST", "/v1/chat/completions", `{"model":"gpt-4o"}`); r.Status != 200 {
+		t.Fatalf("after the deep bodies: %d %s", r.Status, r.Body)
+	}
+}
+
 func TestBodyTooLarge(t *testing.T) {
 	a, b, c := threeMocks(t)
 	tg := startGateway(t, baseConfig, a, b, c)

@@ -34,6 +34,59 @@ func BenchmarkPeek(b *testing.B) {
 	})
 }
 
+// largeBody is a ~90 KB chat body, a long conversation: 40 turns of prose
+// with a quoted phrase and a line break escaped in each. The peek's cost
+// grows with the body; the bare proxy's does not.
+var largeBody = func() []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"gpt-4o","messages":[{"role":"system","content":"You are terse."}`)
+	for i := range 40 {
+		role := [2]string{"user", "assistant"}[i%2]
+		b.WriteString(`,{"role":"` + role + `","content":"` +
+			strings.Repeat("Routing decides where each request goes, and the gateway must never send it elsewhere. ", 24) +
+			`As the operator said, \"pin it\".\n"}`)
+	}
+	b.WriteString(`],"user":"alice","stream":true,"temperature":0.2}`)
+	return []byte(b.String())
+}()
+
+// BenchmarkPeekLarge is BenchmarkPeek on largeBody.
+func BenchmarkPeekLarge(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(largeBody)))
+	p := &peek{}
+	for b.Loop() {
+		if err := p.parse(largeBody); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPeekReference and BenchmarkPeekReferenceLarge run the first
+// peek (fastjson.Validate, then a whole fastjson.Parser tree; refPeek in
+// peek_ref_test.go) on the same bodies, for before/after.
+func BenchmarkPeekReference(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchBody)))
+	p := &refPeek{}
+	for b.Loop() {
+		if err := p.parse(benchBody); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPeekReferenceLarge(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(largeBody)))
+	p := &refPeek{}
+	for b.Loop() {
+		if err := p.parse(largeBody); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkPeekStdlibBaseline(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchBody)))

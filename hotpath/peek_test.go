@@ -64,6 +64,10 @@ func TestPeekRefuses(t *testing.T) {
 		{"tools string", `{"model":"m","tools":"x"}`, `"tools" must be an array, not a string`},
 		{"tools true", `{"model":"m","tools":true}`, `"tools" must be an array, not a boolean`},
 		{"stream twice", `{"model":"m","stream":false,"stream":true}`, `request body has "stream" twice`},
+		{"nested too deep", `{"model":"m","x":` + strings.Repeat("[", 301) + strings.Repeat("]", 301) + `}`,
+			`request body is not valid JSON: arrays and objects are nested more than 300 deep`},
+		{"nested far too deep, unclosed", `{"model":"m","x":` + strings.Repeat(`{"a":[`, 1<<20),
+			`request body is not valid JSON: arrays and objects are nested more than 300 deep`},
 	}
 	p := &peek{}
 	for _, c := range cases {
