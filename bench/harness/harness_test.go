@@ -317,6 +317,28 @@ func TestIdleConns(t *testing.T) {
 	}
 }
 
+// OpenIdleRequest holds connections that each completed the raw request
+// given: here a POST that the mock must see as a chat completion.
+func TestOpenIdleRequestPost(t *testing.T) {
+	m, err := mock.Start("127.0.0.1:0", mock.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	req := PostRequest(m.Addr(), "/v1/chat/completions", []byte(`{"model":"m","messages":[]}`), "Authorization: Bearer k")
+	ic, err := OpenIdleRequest(context.Background(), m.Addr(), req, 20, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ic.Close()
+	if ic.Len() != 20 || ic.Alive() != 20 {
+		t.Fatalf("opened %d alive %d", ic.Len(), ic.Alive())
+	}
+	if st := m.Stats(); st.ByPath["/v1/chat/completions"] != 20 {
+		t.Fatalf("mock served %d chat completions: %+v", st.ByPath["/v1/chat/completions"], st)
+	}
+}
+
 func TestNiceCeil(t *testing.T) {
 	for _, c := range []struct{ in, want float64 }{{0, 1}, {7, 8}, {32214, 40000}, {10000, 10000}, {10001, 15000}, {51000, 60000}} {
 		if got := niceCeil(c.in); got != c.want {

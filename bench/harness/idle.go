@@ -28,8 +28,27 @@ type IdleConns struct {
 // parallel dialers. On error the connections opened so far stay held (Close
 // them).
 func OpenIdle(ctx context.Context, addr, path string, n, parallel int) (*IdleConns, error) {
+	return OpenIdleRequest(ctx, addr, []byte("GET "+path+" HTTP/1.1\r\nHost: "+addr+"\r\nUser-Agent: switchyard-bench\r\n\r\n"), n, parallel)
+}
+
+// PostRequest is the raw HTTP/1.1 request "POST path" with a JSON body and
+// the extra header lines hdr ("Name: value" each), for OpenIdleRequest.
+func PostRequest(addr, path string, body []byte, hdr ...string) []byte {
+	var b strings.Builder
+	b.WriteString("POST " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: switchyard-bench\r\n")
+	b.WriteString("Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n")
+	for _, h := range hdr {
+		b.WriteString(h + "\r\n")
+	}
+	b.WriteString("\r\n")
+	b.Write(body)
+	return []byte(b.String())
+}
+
+// OpenIdleRequest is OpenIdle sending the raw HTTP/1.1 request req (see
+// PostRequest) on each connection.
+func OpenIdleRequest(ctx context.Context, addr string, req []byte, n, parallel int) (*IdleConns, error) {
 	ic := &IdleConns{conns: make([]net.Conn, 0, n)}
-	req := []byte("GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: switchyard-bench\r\n\r\n")
 	jobs := make(chan struct{})
 	var wg sync.WaitGroup
 	var firstErr error

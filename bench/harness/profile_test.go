@@ -248,13 +248,21 @@ func TestIdleColumns(t *testing.T) {
 			RSSAnon: 26 << 20, RSSFile: 4 << 20, StackInuse: 20 << 20, HeapInuse: 3 << 20, Goroutines: 10012},
 		{Name: "no metrics", Wanted: 10, Opened: 10, Alive: 9, Sockets: 12, RSSBefore: 10 << 20, RSSAfter: 11 << 20},
 		{Name: "broken", Wanted: 10, Err: "connection refused"},
+		{Name: "held, small", Wanted: 10000, Opened: 10000, Alive: 10000, RSSBefore: 10 << 20, RSSAfter: 64 << 20, Checked: true},
+		{Name: "held, large", Wanted: 10000, Opened: 10000, Alive: 10000, RSSBefore: 10 << 20, RSSAfter: 65 << 20, Checked: true},
+		{Name: "held, unchecked", Wanted: 10000, Opened: 10000, Alive: 10000, RSSBefore: 10 << 20, RSSAfter: 65 << 20},
+		{Name: "too few held", Wanted: 10000, Opened: 9999, Alive: 9999, RSSBefore: 10 << 20, RSSAfter: 20 << 20, Checked: true},
 	}}
 	md := rep.Markdown("")
 	for _, want := range []string{
-		"| anonymous RSS | file-backed RSS (executable) | goroutine stacks | heap in use | goroutines |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-		"| full | 10 of 10 | 10 | 12 | 10.0 MiB | 30.0 MiB | 2048.0 KiB | 26.0 MiB | 4.0 MiB | 20.0 MiB | 3.0 MiB | 10012 |",
-		"| no metrics | 10 of 10 | 9 | 12 | 10.0 MiB | 11.0 MiB | 102.4 KiB | — | — | — | — | — |",
-		"| broken | not measured: connection refused |||||||||||\n",
+		"| anonymous RSS | file-backed RSS (executable) | goroutine stacks | heap in use | goroutines | target ≤ 64 MiB |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+		"| full | 10 of 10 | 10 | 12 | 10.0 MiB | 30.0 MiB | 2048.0 KiB | 26.0 MiB | 4.0 MiB | 20.0 MiB | 3.0 MiB | 10012 | — |",
+		"| no metrics | 10 of 10 | 9 | 12 | 10.0 MiB | 11.0 MiB | 102.4 KiB | — | — | — | — | — | — |",
+		"| broken | not measured: connection refused ||||||||||||\n",
+		"| held, small | 10000 of 10000 |", "64.0 MiB | 5.5 KiB | — | — | — | — | — | pass |",
+		"| held, large | 10000 of 10000 |", "65.0 MiB | 5.6 KiB | — | — | — | — | — | **miss** |",
+		"| held, unchecked |", "65.0 MiB | 5.6 KiB | — | — | — | — | — | — |",
+		"| too few held | 9999 of 10000 |", "| — | — | — | — | — | — |\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("missing %q in:\n%s", want, md)

@@ -21,6 +21,9 @@ const (
 	// TargetP99Added is the maximum p99 added at half the bare proxy's
 	// saturation throughput.
 	TargetP99Added = 100 * time.Microsecond
+	// TargetIdleRSS is the maximum RSS of Switchyard holding 10,000 idle
+	// keep-alive client connections.
+	TargetIdleRSS = 64 << 20
 )
 
 // Row is one measured scenario. Unknown figures are negative (CPUSeconds,
@@ -157,6 +160,9 @@ type Idle struct {
 	// from the process's /metrics while the connections were held; 0 when
 	// unknown (a running Go process never reports 0).
 	StackInuse, HeapInuse, Goroutines int64
+	// Checked marks a row held to TargetIdleRSS (Switchyard's; not the
+	// bare proxy's).
+	Checked bool
 	// Err says what went wrong, if anything.
 	Err string
 }
@@ -508,20 +514,24 @@ func (rep *Report) Markdown(svgName string) string {
 // writeIdle renders the idle-connection table: RSS without and with the
 // connections, and what the resident set held while they were open.
 func (rep *Report) writeIdle(b *strings.Builder) {
-	b.WriteString("| process | connections held | still open after | sockets in process | RSS before | RSS with connections | per connection | anonymous RSS | file-backed RSS (executable) | goroutine stacks | heap in use | goroutines |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| process | connections held | still open after | sockets in process | RSS before | RSS with connections | per connection | anonymous RSS | file-backed RSS (executable) | goroutine stacks | heap in use | goroutines | target ≤ 64 MiB |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, i := range rep.Idle {
 		if i.Err != "" && i.Opened == 0 {
-			fmt.Fprintf(b, "| %s | not measured: %s |||||||||||\n", i.Name, truncate(i.Err, 80))
+			fmt.Fprintf(b, "| %s | not measured: %s ||||||||||||\n", i.Name, truncate(i.Err, 80))
 			continue
+		}
+		check := "—"
+		if i.Checked && i.Opened >= 10000 && i.RSSAfter > 0 {
+			check = passMiss(i.RSSAfter <= TargetIdleRSS)
 		}
 		per := "—"
 		if i.Opened > 0 {
 			per = fmt.Sprintf("%.1f KiB", float64(i.RSSAfter-i.RSSBefore)/float64(i.Opened)/1024)
 		}
-		fmt.Fprintf(b, "| %s | %d of %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", i.Name, i.Opened, i.Wanted, i.Alive,
+		fmt.Fprintf(b, "| %s | %d of %d | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", i.Name, i.Opened, i.Wanted, i.Alive,
 			i.Sockets, FormatBytes(i.RSSBefore), FormatBytes(i.RSSAfter), per,
-			bytesOrDash(i.RSSAnon), bytesOrDash(i.RSSFile), bytesOrDash(i.StackInuse), bytesOrDash(i.HeapInuse), countOrDash(i.Goroutines))
+			bytesOrDash(i.RSSAnon), bytesOrDash(i.RSSFile), bytesOrDash(i.StackInuse), bytesOrDash(i.HeapInuse), countOrDash(i.Goroutines), check)
 	}
 	b.WriteString("\n")
 }

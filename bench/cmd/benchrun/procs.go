@@ -71,16 +71,18 @@ func (p *proxy) stop() {
 }
 
 // startBare starts a bare proxy to upstream (see retry).
-func (b *bench) startBare(upstream string) (*proxy, error) {
-	return retry(func() (*proxy, error) { return b.startBareOnce(upstream) })
+func (b *bench) startBare(upstream string, extra ...string) (*proxy, error) {
+	return retry(func() (*proxy, error) { return b.startBareOnce(upstream, extra...) })
 }
 
-func (b *bench) startBareOnce(upstream string) (*proxy, error) {
+// startBareOnce starts a bare proxy to upstream; extra are more flags
+// (-reduce-memory).
+func (b *bench) startBareOnce(upstream string, extra ...string) (*proxy, error) {
 	maddr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	p, err := harness.Start(b.ctx, b.bareBin, []string{"-listen", "127.0.0.1:0", "-upstream", upstream, "-metrics", maddr},
+	p, err := harness.Start(b.ctx, b.bareBin, append([]string{"-listen", "127.0.0.1:0", "-upstream", upstream, "-metrics", maddr}, extra...),
 		harness.StartOptions{Name: "bareproxy", CPUs: b.proxyCPUs, Env: []string{"GOMAXPROCS=1"}, WaitListening: true})
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/switchyard/switchyard/bench/harness"
@@ -161,9 +162,15 @@ func (b *bench) idle() {
 		return
 	}
 	b.rep.Method = append(b.rep.Method, fmt.Sprintf(
-		"Idle connections: %d client connections each complete one GET /healthz (forwarded to the mock by the bare proxy) and stay open; RSS is VmRSS before opening them and 1 s after; while they are held, /proc/PID/status also gives RssAnon and RssFile (VmRSS = RssAnon + RssFile + RssShmem), and the process's /metrics gives go_memstats_stack_inuse_bytes, go_memstats_heap_inuse_bytes and go_goroutines. Switchyard is measured with the default server settings (those of every throughput, CPU and latency row) and with server.reduce_memory_usage: true.", n))
-	measure := func(name string, start func() (*proxy, error)) {
-		res := harness.Idle{Name: name, Wanted: n}
+		"Idle connections: %d client connections each complete one request and stay open; RSS is VmRSS before opening them and 1 s after; while they are held, /proc/PID/status also gives RssAnon and RssFile (VmRSS = RssAnon + RssFile + RssShmem), and the process's /metrics gives go_memstats_stack_inuse_bytes, go_memstats_heap_inuse_bytes and go_goroutines. Two kinds of connection: idle after GET /healthz (a probe: Switchyard answers it itself, the bare proxy forwards it to the mock), and idle after a chat completion (a client that used the connection; proxied by both). Serving a proxied request grows a connection goroutine's stack to 8 KiB, and the Go runtime never shrinks it back while the goroutine waits for the next request, so the two kinds cost differently. Switchyard is measured with the default server settings (those of every throughput, CPU and latency row) and with server.reduce_memory_usage: true; the bare proxy with fasthttp's defaults and with ReduceMemoryUsage (-reduce-memory).", n))
+	healthz := func(addr string) []byte {
+		return []byte("GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: switchyard-bench\r\n\r\n")
+	}
+	chat := func(addr string) []byte {
+		return harness.PostRequest(addr, chatPath, chatBody, authHeader[0][0]+": "+authHeader[0][1])
+	}
+	measure := func(name string, request func(addr string) []byte, start func() (*proxy, error)) {
+		res := harness.Idle{Name: name, Wanted: n, Checked: strings.HasPrefix(name, "Switchyard")}
 		defer func() { b.rep.Idle = append(b.rep.Idle, res) }()
 		p, err := start()
 		if err != nil {
@@ -175,7 +182,7 @@ func (b *bench) idle() {
 		_, _ = load.Run(b.ctx, load.Config{URL: "http://" + p.addr + chatPath, Body: chatBody, Headers: authHeader, Connections: 8, Requests: 2000})
 		time.Sleep(200 * time.Millisecond)
 		res.RSSBefore, _ = harness.MemStatus(p.proc.PID(), "VmRSS")
-		ic, err := harness.OpenIdle(b.ctx, p.addr, "/healthz", n, 32)
+		ic, err := harness.OpenIdleRequest(b.ctx, p.addr, request(p.addr), n, 32)
 		if err != nil {
 			res.Err = err.Error() // ic still holds what was opened
 		}
@@ -207,7 +214,15 @@ func (b *bench) idle() {
 			Str("stacks", harness.FormatBytes(res.StackInuse)).Str("heap_inuse", harness.FormatBytes(res.HeapInuse)).
 			Int64("goroutines", res.Goroutines).Str("err", res.Err).Msg("idle connections")
 	}
-	measure("Switchyard, 1 rule (default)", func() (*proxy, error) { return b.oneRule(b.primary) })
-	measure("Switchyard, 1 rule, reduce_memory_usage: true", func() (*proxy, error) { return b.oneRuleWith(b.primary, true) })
-	measure("bare proxy", func() (*proxy, error) { return b.startBare(b.primary.Addr) })
+	for _, kind := range []struct {
+		name    string
+		request func(addr string) []byte
+	}{{"after /healthz", healthz}, {"after a chat completion", chat}} {
+		measure("Switchyard, 1 rule (default), "+kind.name, kind.request, func() (*proxy, error) { return b.oneRule(b.primary) })
+		measure("Switchyard, 1 rule, reduce_memory_usage: true, "+kind.name, kind.request, func() (*proxy, error) { return b.oneRuleWith(b.primary, true) })
+	}
+	measure("bare proxy, after /healthz (proxied)", healthz, func() (*proxy, error) { return b.startBare(b.primary.Addr) })
+	measure("bare proxy, -reduce-memory, after /healthz (proxied)", healthz, func() (*proxy, error) {
+		return b.startBare(b.primary.Addr, "-reduce-memory")
+	})
 }
