@@ -14,8 +14,9 @@ import (
 )
 
 // refPeek is the peek as first written: fastjson.Validate, then a whole
-// fastjson.Parser tree and Object.Visit over the top level. It is the
-// reference the two-pass peek (scan + Validate) is checked against.
+// fastjson.Parser tree and Object.Visit over the top level (model and user
+// point into the parser, valid until the next parse, as they did). It is
+// the reference the two-pass peek (scan + Validate) is checked against.
 type refPeek struct {
 	json                      fastjson.Parser
 	model, user               []byte
@@ -69,8 +70,7 @@ func (p *refPeek) parse(body []byte) error {
 				p.err = fmt.Errorf(`"model" must be a string, not %s`, router.JSONTypeName(t))
 				return
 			}
-			s, _ := v.StringBytes()
-			p.model = append([]byte{}, s...)
+			p.model, _ = v.StringBytes()
 			if len(p.model) == 0 {
 				p.err = errors.New(`"model" must not be empty`)
 			}
@@ -79,8 +79,8 @@ func (p *refPeek) parse(body []byte) error {
 				p.err = fmt.Errorf(`"user" must be a string, not %s`, router.JSONTypeName(t))
 				return
 			}
-			s, _ := v.StringBytes()
-			p.user, p.hasUser = append([]byte{}, s...), true
+			p.user, _ = v.StringBytes()
+			p.hasUser = true
 		case seenStream:
 			switch t {
 			case fastjson.TypeTrue:
