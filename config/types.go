@@ -38,8 +38,10 @@ type Server struct {
 	// ShutdownTimeout bounds the drain on SIGTERM. Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	// ReduceMemoryUsage returns each keep-alive connection's buffers to a
-	// pool between requests: 10,000 idle client connections measured 66 MiB
-	// RSS instead of 177 MiB, for about 8% more CPU per request (1.23x vs
+	// pool between requests: 10,000 idle client connections that each
+	// carried a chat completion measured 106 MiB RSS instead of 230 MiB
+	// (66 instead of 173 MiB after /healthz only), for about 8% more CPU per
+	// request (1.23x vs
 	// 1.14x the bare proxy's) and one allocation per request. For very
 	// large idle client pools. Default false. Restart-only.
 	ReduceMemoryUsage bool `yaml:"reduce_memory_usage"`
