@@ -44,8 +44,9 @@ type Result struct {
 	// the handler returns, and Observer.StreamEnd reports its end.
 	Stream bool
 	// End is the walk's last clock reading, taken when its last upstream
-	// call (or wait) ended: the request's end for a non-streamed answer,
-	// without reading the clock again.
+	// call (or wait) ended, its error body read: the request's end for a
+	// non-streamed answer, without reading the clock again (translating a
+	// success for the client, microseconds, comes after it).
 	End time.Time
 }
 
@@ -391,6 +392,9 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		}
 		if w.call.Stream {
 			resp.CloseBodyStream() //nolint:errcheck // read what we needed; the conn is discarded if unread
+			// A streamed answer's error body is read after DoDeadline
+			// returned the headers, for up to the attempt deadline.
+			w.now = w.clk.now()
 		}
 		w.done(t, ticket, o, t0)
 		return o, false

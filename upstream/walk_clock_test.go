@@ -121,3 +121,35 @@ func TestWalkLimiterWaitUntilDeadlineDoesNotCallNextMember(t *testing.T) {
 		t.Fatalf("b called %d times, %d attempts, after the deadline passed in a's queue", n, res.Attempts)
 	}
 }
+
+// A streamed call's error body is read after the headers came back; the
+// walk's clock must count that read. Here a answers 500 and sends its body
+// slowly, past the request deadline: the walk must end with a's failure,
+// not go on to b with a deadline already gone (where b would be charged a
+// timeout it never had).
+func TestWalkStreamErrorBodyReadCountsAgainstTheDeadline(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", func(ctx *fasthttp.RequestCtx, _ int) {
+		ctx.SetStatusCode(500)
+		ctx.SetContentType("application/json")
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+			w.WriteString(`{"error":`) //nolint:errcheck
+			w.Flush()                  //nolint:errcheck
+			time.Sleep(400 * time.Millisecond)
+			w.WriteString(`{"message":"boom"}}`) //nolint:errcheck
+		})
+	})
+	b := h.mock("b", ok("b"))
+	ta, tb := h.target("a", nil), h.target("b", nil)
+	obs := &tookObserver{}
+	rc, res := h.walk(chatCall(true), []*Target{ta, tb}, 200*time.Millisecond, obs)
+	if n := b.calls.Load(); n != 0 || res.Attempts != 1 {
+		t.Fatalf("b called %d times, %d attempts: the walk went on after the deadline passed in a's error body", n, res.Attempts)
+	}
+	if st := rc.Response.StatusCode(); st != fasthttp.StatusBadGateway || res.Class != ClassServer {
+		t.Fatalf("status %d class %v; want 502 from a's 500", st, res.Class)
+	}
+	if len(obs.took) != 1 || obs.took[0] < 150*time.Millisecond {
+		t.Fatalf("attempt durations %v; want one covering the body read (~200ms)", obs.took)
+	}
+}
