@@ -2,7 +2,7 @@
 
 // This file is compiled only with `go build -tags pprof`. It serves
 // net/http/pprof on $SWITCHYARD_PPROF_LISTEN (e.g. 127.0.0.1:6060) so the
-// benchmark (bench/cmd/benchrun -profile) and developers can profile the
+// benchmark (bench/cmd/benchrun, -profile-seconds) and developers can profile the
 // gateway under real load. Release builds have no such listener.
 package main
 

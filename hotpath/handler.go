@@ -282,7 +282,7 @@ func releaseScratch(sc *scratch) {
 	clear(sc.cands[:cap(sc.cands)]) // drop target pointers of old configs
 	sc.cands = sc.cands[:0]
 	sc.call = upstream.Call{}
-	sc.peek.Model, sc.peek.User = nil, nil
+	sc.peek.release()
 	scratchPool.Put(sc)
 }
 

@@ -15,9 +15,9 @@ import (
 // forwarded untouched.
 //
 // A peek lives in a pooled per-request scratch and is not safe for
-// concurrent use. Model and User point into the body or into the peek's own
-// buffers and are valid until the next parse (and while the body is);
-// nothing of them is kept after the request.
+// concurrent use. Model and User are copies in the peek's own buffers,
+// valid until the next parse or release; nothing of the request is kept
+// after release.
 type peek struct {
 	// json unescapes the rare key or string value that holds a backslash.
 	json fastjson.Parser
@@ -117,6 +117,23 @@ func (p *peek) parse(body []byte) error {
 		return errors.New(`request body has no "model"; it must name the model as a string`)
 	}
 	return nil
+}
+
+// maxKeptBuffer is the largest model/user buffer a pooled peek keeps
+// between requests; a larger one (a client may send a megabyte "user") is
+// dropped at release, and the parser with it if it unescaped one.
+const maxKeptBuffer = 4 << 10
+
+// release forgets the request: the field slices into its body, and buffers
+// a large field grew.
+func (p *peek) release() {
+	p.Model, p.User = nil, nil
+	clear(p.fields[:])
+	p.nfields = 0
+	if cap(p.modelBuf) > maxKeptBuffer || cap(p.userBuf) > maxKeptBuffer {
+		p.modelBuf, p.userBuf = nil, nil
+		p.json = fastjson.Parser{}
+	}
 }
 
 // take applies one of the four fields; fields come in body order, so the

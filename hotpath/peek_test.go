@@ -97,3 +97,24 @@ func FuzzPeek(f *testing.F) {
 		}
 	})
 }
+
+// release drops what a request left in a pooled peek: slices into its body,
+// and buffers a huge field grew; ordinary buffers stay for reuse.
+func TestPeekRelease(t *testing.T) {
+	p := &peek{}
+	body := []byte(`{"model":"m","user":"` + strings.Repeat("u", 1<<20) + `","stream":true}`)
+	if err := p.parse(body); err != nil || len(p.User) != 1<<20 {
+		t.Fatalf("%v %d", err, len(p.User))
+	}
+	p.release()
+	if p.Model != nil || p.User != nil || p.nfields != 0 || p.fields[0].val != nil || p.userBuf != nil || p.modelBuf != nil {
+		t.Fatalf("after release: model %q, %d fields, field 0 %q, user buffer %d bytes", p.Model, p.nfields, p.fields[0].val, cap(p.userBuf))
+	}
+	if err := p.parse([]byte(`{"model":"small","user":"u"}`)); err != nil || string(p.Model) != "small" || string(p.User) != "u" {
+		t.Fatalf("parse after release: %v %q %q", err, p.Model, p.User)
+	}
+	p.release()
+	if cap(p.modelBuf) == 0 || cap(p.userBuf) == 0 {
+		t.Fatal("small buffers dropped at release; want them kept for the next request")
+	}
+}
