@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bufio"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +152,26 @@ func TestWalkStreamErrorBodyReadCountsAgainstTheDeadline(t *testing.T) {
 	}
 	if len(obs.took) != 1 || obs.took[0] < 150*time.Millisecond {
 		t.Fatalf("attempt durations %v; want one covering the body read (~200ms)", obs.took)
+	}
+}
+
+// A 204 (no body) to a streamed call is a failed attempt like an empty
+// stream: the walk moves on to the next member. It used to dereference a
+// nil body stream: a panic, a 500 and no failover.
+func TestWalkStreamNoBodyFailsOver(t *testing.T) {
+	h := newHarness(t)
+	a := h.mock("a", func(ctx *fasthttp.RequestCtx, _ int) { ctx.SetStatusCode(fasthttp.StatusNoContent) })
+	h.mock("b", sse(0, "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n", "data: [DONE]\n\n"))
+	ta, tb := h.target("a", nil), h.target("b", nil)
+	obs := newRec()
+	rc, res := h.walk(chatCall(true), []*Target{ta, tb}, 5*time.Second, obs)
+	if !res.Stream || res.Target != tb || res.Attempts != 2 || a.calls.Load() != 1 {
+		t.Fatalf("stream %v target %v attempts %d a calls %d; want b's stream after a's 204", res.Stream, res.Target, res.Attempts, a.calls.Load())
+	}
+	if body := streamBody(t, rc); !strings.Contains(body, "data: [DONE]") {
+		t.Fatalf("body %q", body)
+	}
+	if len(obs.attempts) == 0 || !strings.HasPrefix(obs.attempts[0], "a:transport:") {
+		t.Fatalf("attempts %v; want a's first as a transport failure", obs.attempts)
 	}
 }

@@ -22,7 +22,14 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<
 func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time.Time) (outcome, bool) {
 	dec := t.Adapter.NewStream(w.call)
 	br := readerPool.Get().(*bufio.Reader)
-	br.Reset(resp.BodyStream())
+	src := resp.BodyStream()
+	if src == nil {
+		// A 2xx without a body (204, 205): fasthttp gives no stream. The
+		// decoder then sees an empty stream, a transport failure, and the
+		// walk moves on; a nil reader would panic.
+		src = emptyReader{}
+	}
+	br.Reset(src)
 	buf := framePool.Get().(*[]byte)
 
 	// Before the commit the attempt deadline set by DoDeadline still bounds
@@ -126,6 +133,11 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 	})
 	return outcome{class: ClassOK}, true
 }
+
+// emptyReader is a body with nothing in it.
+type emptyReader struct{}
+
+func (emptyReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // PanicObserver is an Observer that also hears of a panic recovered in a
 // committed stream's writer (which runs on fasthttp's goroutine, outside
