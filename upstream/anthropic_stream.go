@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -117,8 +118,12 @@ func (d *anthropicStream) event(dst, data []byte) ([]byte, error) {
 
 // sseReader splits a text/event-stream into events and returns each
 // event's data (data lines joined by "\n"). Other fields are ignored: the
-// providers repeat the event name inside the data. Not safe for concurrent
-// use.
+// providers repeat the event name inside the data. An event (all its lines,
+// comments included, up to its blank line) is bounded by maxSSEEvent, as in
+// the OpenAI-compatible relay: an upstream sending bytes with no newline, or
+// lines with no blank line, gets an oversizedEvent error after at most
+// maxSSEEvent plus one bufio.Reader buffer of input, instead of growing line
+// or data until the process runs out of memory. Not safe for concurrent use.
 type sseReader struct {
 	line []byte // a line longer than the bufio.Reader's buffer
 	data []byte
@@ -126,22 +131,26 @@ type sseReader struct {
 
 // next returns the data of the next event with data. The slice is valid
 // until the next call. At the end of the input it returns io.EOF; an
-// unterminated last event is still delivered first.
+// unterminated last event is still delivered first. An event over
+// maxSSEEvent bytes is an oversizedEvent error.
 func (s *sseReader) next(r *bufio.Reader) ([]byte, error) {
 	s.data = s.data[:0]
 	hasData := false
+	size := 0 // bytes of the current event read so far, line endings included
 	for {
-		line, err := s.readLine(r)
+		line, n, err := s.readLine(r, maxSSEEvent-size)
 		if err != nil {
 			if err == io.EOF && hasData {
 				return s.data, nil
 			}
 			return nil, err
 		}
+		size += n
 		if len(line) == 0 {
 			if hasData {
 				return s.data, nil
 			}
+			size = 0 // an event without data (a lone comment) is dropped
 			continue
 		}
 		if line[0] == ':' {
@@ -157,6 +166,8 @@ func (s *sseReader) next(r *bufio.Reader) ([]byte, error) {
 		if string(field) != "data" {
 			continue
 		}
+		// len(s.data) stays below size (each data line adds at most its
+		// own length plus the joining "\n"), so size bounds it too.
 		if hasData {
 			s.data = append(s.data, '\n')
 		}
@@ -165,12 +176,18 @@ func (s *sseReader) next(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// readLine returns the next line without its line ending; a final line
-// without one is returned before io.EOF.
-func (s *sseReader) readLine(r *bufio.Reader) ([]byte, error) {
+// readLine returns the next line without its line ending, and the number of
+// bytes it consumed (line ending included); a final line without one is
+// returned before io.EOF. A line longer than limit bytes is an
+// oversizedEvent error, returned once at most limit plus one buffer of
+// bytes have been read.
+func (s *sseReader) readLine(r *bufio.Reader, limit int) ([]byte, int, error) {
 	s.line = s.line[:0]
 	for {
 		chunk, err := r.ReadSlice('\n')
+		if len(s.line)+len(chunk) > limit {
+			return nil, 0, oversizedEvent()
+		}
 		if err == bufio.ErrBufferFull {
 			s.line = append(s.line, chunk...)
 			continue
@@ -181,9 +198,19 @@ func (s *sseReader) readLine(r *bufio.Reader) ([]byte, error) {
 			line = s.line
 		}
 		if err != nil && (err != io.EOF || len(line) == 0) {
-			return nil, err
+			return nil, 0, err
 		}
+		n := len(line)
 		line = bytes.TrimSuffix(line, []byte("\n"))
-		return bytes.TrimSuffix(line, []byte("\r")), nil
+		return bytes.TrimSuffix(line, []byte("\r")), n, nil
 	}
+}
+
+// oversizedEvent is the error of an upstream stream event over maxSSEEvent
+// bytes: a transport failure (failover-safe before the commit, an error
+// frame after it), reported as the OpenAI-compatible relay reports it.
+func oversizedEvent() *StreamError {
+	return &StreamError{Class: ClassTransport, Status: 502,
+		Body: AppendError(nil, "upstream stream event exceeds "+strconv.Itoa(maxSSEEvent)+" bytes",
+			TypeUpstream, CodeUpstreamError)}
 }

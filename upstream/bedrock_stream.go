@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
@@ -33,7 +35,11 @@ func (d *bedrockStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 	}
 	start := len(dst)
 	for {
-		msg, err := d.dec.Decode(r, d.payload[:0])
+		err := checkPrelude(r)
+		var msg eventstream.Message
+		if err == nil {
+			msg, err = d.dec.Decode(r, d.payload[:0])
+		}
 		if err != nil {
 			if err == io.EOF && d.stopped {
 				// metadata is optional after messageStop (which sent
@@ -56,6 +62,43 @@ func (d *bedrockStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 			return dst, err
 		}
 	}
+}
+
+// Event-stream framing: a 12-byte prelude (total length, headers length,
+// CRC-32 of those 8 bytes), the headers, the payload, a 4-byte message CRC.
+const (
+	eventPreludeLen = 12
+	eventMinLen     = eventPreludeLen + 4
+)
+
+// checkPrelude peeks at the prelude of the next event-stream frame and
+// refuses a frame the decoder must not be handed: eventstream.Decoder
+// trusts the 32-bit total length (up to 4 GiB) and checks the message CRC
+// only after reading the whole frame, and a headers length over the total
+// wraps its payload length to about 4 GiB. A frame over maxSSEEvent bytes
+// (Bedrock's are a few hundred) is an oversizedEvent error; an
+// inconsistent prelude (lengths that cannot hold, a bad prelude CRC) is a
+// malformedEvent error. Both are transport failures and neither consumes
+// any input. A short read is io.EOF before any byte of the frame,
+// io.ErrUnexpectedEOF after some, or the reader's error as is.
+func checkPrelude(r *bufio.Reader) error {
+	p, err := r.Peek(eventPreludeLen)
+	if err != nil {
+		if err == io.EOF && len(p) > 0 {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	total := binary.BigEndian.Uint32(p[0:4])
+	headers := binary.BigEndian.Uint32(p[4:8])
+	if crc32.ChecksumIEEE(p[:8]) != binary.BigEndian.Uint32(p[8:12]) ||
+		total < eventMinLen || headers > total-eventMinLen {
+		return malformedEvent()
+	}
+	if total > maxSSEEvent {
+		return oversizedEvent()
+	}
+	return nil
 }
 
 func headerString(m *eventstream.Message, name string) string {
