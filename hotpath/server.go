@@ -30,6 +30,9 @@ const (
 	// idle keep-alive connection holds it, unless server.reduce_memory_usage
 	// is on (see NewServer).
 	ReadBufferSize = 32 << 10
+	// ResponseWriteTimeout bounds writing one non-streamed answer to the
+	// client (a streamed one: each event, with the target's timeout).
+	ResponseWriteTimeout = 60 * time.Second
 	// FallbackMaxRequestBytes caps a body when no configuration is loaded
 	// (the SPEC §2 default, 10 MiB).
 	FallbackMaxRequestBytes = config.DefaultMaxRequestBytes
@@ -65,10 +68,12 @@ func NewServer(g *Gateway, logger fasthttp.Logger, reduceMemoryUsage bool) *fast
 		SecureErrorLogMessage: true,
 		ReadTimeout:           ReadTimeout,
 		IdleTimeout:           IdleTimeout,
-		// WriteTimeout stays 0 (unlimited) on purpose: fasthttp applies it
-		// to the whole response, and a streamed completion may last many
-		// minutes. Upstream timeouts bound the time to first byte instead.
-		WriteTimeout:       0,
+		// fasthttp arms WriteTimeout before writing each response: a
+		// client that stops reading cannot hold a connection, a goroutine
+		// and a buffered answer for ever. A committed stream re-arms the
+		// deadline before every event (the target's timeout per event; see
+		// upstream.Walk), so this bounds a stream's stalls, not its length.
+		WriteTimeout:       ResponseWriteTimeout,
 		ReadBufferSize:     ReadBufferSize,
 		MaxRequestBodySize: FallbackMaxRequestBytes,
 		// The peek needs the whole body, and bodies are bounded by
@@ -114,6 +119,11 @@ func (g *Gateway) headerReceived(*fasthttp.RequestHeader) fasthttp.RequestConfig
 // is 0: fasthttp does not say when such a request began (rc.Time is that of
 // the connection's previous request, if any).
 func (g *Gateway) errorHandler(rc *fasthttp.RequestCtx, err error) {
+	// fasthttp arms no write deadline for these answers, and the one a
+	// previous stream on this connection left behind may have passed.
+	if c := rc.Conn(); c != nil {
+		c.SetWriteDeadline(time.Now().Add(ResponseWriteTimeout)) //nolint:errcheck // the write reports it
+	}
 	setRequestID(rc)
 	g.writeReadError(rc, err)
 	if g.Finished != nil {

@@ -114,7 +114,9 @@ func (NopObserver) StreamEnd(Result, time.Duration) {}
 // event with a flush each (rc.SetBodyStreamWriter), holding the limiter
 // slot and the breaker ticket until it ends. A committed stream ends when
 // the upstream is silent, or the client accepts no bytes, for the target's
-// Timeout. A panic in the walk releases the member's slot and ticket and
+// Timeout; it leaves a write deadline of that length on the client
+// connection for fasthttp's last writes, so the server must arm its own
+// before every response (fasthttp's Server.WriteTimeout > 0). A panic in the walk releases the member's slot and ticket and
 // propagates; one in the stream writer is recovered there (see
 // PanicObserver). call.Body and call.Model must
 // stay valid until Walk returns; Walk keeps nothing of them afterwards.

@@ -60,9 +60,10 @@ func TestStreamStalledClientReleasesSlot(t *testing.T) {
 	}
 }
 
-// The stall deadline is lifted when the stream ends: the next request on
-// the same keep-alive connection, after a pause longer than the stall
-// limit, is answered normally.
+// The stall deadline a stream leaves behind does not cut the next answer
+// on the same keep-alive connection short, after a pause longer than the
+// stall limit: the server arms a fresh deadline per response
+// (WriteTimeout, as hotpath's server does).
 func TestStreamStallDeadlineClearedForKeepAlive(t *testing.T) {
 	h := newHarness(t)
 	h.mock("a", sse(0, ev1, ev2, done))
@@ -79,7 +80,8 @@ func TestStreamStallDeadlineClearedForKeepAlive(t *testing.T) {
 			stream := string(rc.Path()) == "/stream"
 			walkWith(rc, chatCall(stream), []*Target{ta}, time.Now().Add(5*time.Second), nil, h.clk)
 		},
-		Logger: quietLogger{},
+		Logger:       quietLogger{},
+		WriteTimeout: 2 * time.Second,
 	}
 	go srv.Serve(ln)                     //nolint:errcheck
 	t.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
@@ -104,5 +106,53 @@ func TestStreamStallDeadlineClearedForKeepAlive(t *testing.T) {
 	}
 	if dials != 1 {
 		t.Fatalf("%d connections, want one reused", dials)
+	}
+}
+
+// A client that stops reading near the end of a stream, when the upstream
+// has already sent everything, must not hold the connection while fasthttp
+// writes the rest: the writer's last deadline bounds that final write too.
+// The client here reads nothing for 2 s, then everything it can: it must
+// not find [DONE] (which it did when the deadline was lifted at the end).
+func TestStreamStalledClientAtTheEndIsCutOff(t *testing.T) {
+	h := newHarness(t)
+	big := "data: {\"c\":\"" + strings.Repeat("x", 7<<20) + "\"}\n\n"
+	h.mock("a", sse(0, big, big, big, big, done))
+	ta := h.target("a", func(ct *config.Target) { ct.Timeout = 300 * time.Millisecond })
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{
+		Handler: func(rc *fasthttp.RequestCtx) {
+			walkWith(rc, chatCall(true), []*Target{ta}, time.Now().Add(5*time.Second), nil, h.clk)
+		},
+		Logger:       quietLogger{},
+		WriteTimeout: time.Minute,
+	}
+	go srv.Serve(ln)                     //nolint:errcheck
+	t.Cleanup(func() { srv.Shutdown() }) //nolint:errcheck
+	c, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: " +
+		itoa(len(chatBody)) + "\r\n\r\n" + chatBody)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var got strings.Builder
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := c.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	if strings.Contains(got.String(), "[DONE]") {
+		t.Fatalf("the client that stopped reading got all %d bytes and [DONE] 2 s later: the server kept writing", got.Len())
 	}
 }

@@ -99,9 +99,13 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 				br.Discard(maxDrain) //nolint:errcheck
 			}
 			if client != nil {
-				// The connection goes on serving keep-alive requests, and
-				// fasthttp sets no write deadline of its own (WriteTimeout 0).
-				client.SetWriteDeadline(time.Time{}) //nolint:errcheck
+				// fasthttp still has to write what the pipe holds and the
+				// body's last chunk after this returns: bound that too. The
+				// deadline stays behind on the keep-alive connection; the
+				// server arms a fresh one before each response it writes
+				// (hotpath's Server.WriteTimeout), so it cannot cut the next
+				// answer short.
+				client.SetWriteDeadline(time.Now().Add(stall)) //nolint:errcheck
 			}
 			// Closing an unfinished body stream closes the connection, which
 			// is how a client disconnect cancels the upstream request.
