@@ -5,14 +5,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // Defaults (SPEC §2).
@@ -34,11 +39,37 @@ const (
 	DefaultQueueSize        = 1000
 )
 
+// Input limits, checked before the YAML parser runs. go-yaml's parse costs
+// memory in proportion to the file's size (up to ~400 bytes per byte of
+// dense YAML such as "[a,a,a,…]") and, worse, quadratic in nesting depth:
+// it builds every node's path string from its parent's, so 50,000 nested
+// "[" (a 100 KB file) took 3.8 GB and 2.6 s, and a few hundred KB can get
+// the process killed at start, on validate or on reload.
+const (
+	// MaxFileBytes is the largest file Load and Parse accept: 4 MiB, six
+	// times a 10,000-rule file (~680 KB) and more than the largest file the
+	// decoder's 200,000-value budget lets through in that style (49,000
+	// rules, 3.3 MB). At worst (two million one-letter list items) a file
+	// this size took 1.6 GB and 3.3 s to parse.
+	MaxFileBytes = 4 << 20
+	// MaxNesting is the deepest nesting of lists and mappings accepted,
+	// flow ([ ], { }) and block (indented or "- - x") levels together. The
+	// schema's deepest value, targets[i].retry.on_status_codes[j], is 5
+	// levels down; 64 levels cost the parser nothing noticeable.
+	MaxNesting = 64
+)
+
 // Load reads the file at path and parses it with Parse, taking environment
-// variables from the process environment. An I/O error is returned as is; a
-// configuration problem is an *Error.
+// variables from the process environment. It reads at most MaxFileBytes+1
+// bytes, so a huge file is refused without being read whole. An I/O error
+// is returned as is; a configuration problem is an *Error.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +77,8 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse decodes, interpolates, defaults and validates one configuration.
+// A file over MaxFileBytes, or nesting lists and mappings deeper than
+// MaxNesting, is refused with one problem before the YAML parser runs.
 // file is used only in problem locations and Config.File. lookupEnv resolves
 // ${VAR} references and the <PROVIDER>_BASE_URL / <PROVIDER>_API_KEY
 // defaults; nil means no variable is set.
@@ -76,6 +109,10 @@ func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 const ReleaseMemoryBytes = 64 << 10
 
 func parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	if len(data) > MaxFileBytes {
+		return nil, &Error{Problems: []Problem{{File: file, Line: 1, Col: 1,
+			Message: fmt.Sprintf("the file is larger than %d MiB (%d bytes); want a smaller config (10,000 rules take about 680 KB)", MaxFileBytes>>20, MaxFileBytes)}}}
+	}
 	if lookupEnv == nil {
 		lookupEnv = func(string) (string, bool) { return "", false }
 	}
@@ -95,7 +132,16 @@ func parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 	// byte order mark (some Windows editors write one) is not part of the
 	// first key.
 	src := bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	f, err := parser.ParseBytes(src, 0, parser.AllowDuplicateMapKey())
+	// parser.ParseBytes is Tokenize then Parse. The lexer is linear; the
+	// depth check runs on its tokens, so whatever it reads as a quoted
+	// string, comment or block scalar is never taken for structure, and
+	// the parser proper (quadratic in depth) never sees a deep file.
+	tokens := lexer.Tokenize(string(src))
+	if at, path, deep := tooDeep(tokens); deep {
+		return nil, &Error{Problems: []Problem{{File: file, Line: at.line, Col: at.col, Path: path,
+			Message: fmt.Sprintf("lists and mappings nested deeper than %d levels; want at most %d (the deepest value a config has, targets[i].retry.on_status_codes[j], is 5 levels down)", MaxNesting, MaxNesting)}}}
+	}
+	f, err := parser.Parse(tokens, 0, parser.AllowDuplicateMapKey())
 	if err != nil {
 		return nil, &Error{Problems: []Problem{syntaxProblem(file, err)}}
 	}
@@ -129,14 +175,161 @@ func parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 	return cfg, nil
 }
 
+// blockLevel is one open block collection: a sequence whose entries'
+// "-" stand at column col, or a mapping whose keys start there.
+type blockLevel struct {
+	col int
+	seq bool
+}
+
+// flowLevel is one open flow collection and the ":" in its current entry:
+// "[a: b]" is a list holding a one-pair mapping, "{a: b: c}" a mapping
+// whose value is one, so each ":" but a mapping entry's first is a level.
+type flowLevel struct {
+	mapping bool
+	colons  int
+}
+
+func (f flowLevel) extra() int {
+	if f.mapping {
+		return max(f.colons-1, 0)
+	}
+	return f.colons
+}
+
+// tooDeep reports whether lists and mappings nest deeper than MaxNesting
+// and, if so, where the first level too many starts (a "[", "{", "-", "?",
+// a key, or a flow entry's ":") and the top-level key it is under when
+// that is one of the config's sections (else ""). It is linear in the
+// tokens and allocates nothing.
+//
+// Flow levels are counted by their brackets and colons. Block levels are
+// counted by column, as YAML nests them: a "-" or a key opens a level
+// unless one at its column is already open (the same sequence or mapping),
+// and closes every level to its right; a sequence may sit at its parent
+// key's column ("key:\n- x"), so a "-" at a key's column opens a level
+// too. Whatever the lexer took for a quoted string, comment or block
+// scalar is one token and never counts.
+func tooDeep(tokens token.Tokens) (at pos, path string, deep bool) {
+	var (
+		block [MaxNesting + 1]blockLevel
+		n     int // open block levels
+		flow  [MaxNesting + 1]flowLevel
+		nf    int // open flow collections
+		depth int // n + nf + the flow levels' extra()
+		line  int // line of the last token outside flow collections
+		start int // column where the current block node began; 0: none yet
+		top   string
+		prev  *token.Token
+	)
+	for _, tk := range tokens {
+		p := tk.Position
+		if p == nil || tk.Type == token.CommentType {
+			continue
+		}
+		switch tk.Type {
+		case token.DocumentHeaderType, token.DocumentEndType:
+			n, nf, depth, start, top = 0, 0, 0, 0, ""
+			continue
+		case token.SequenceStartType, token.MappingStartType:
+			if nf == 0 && (p.Line != line || start == 0) {
+				line, start = p.Line, p.Column
+			}
+			if depth+1 > MaxNesting {
+				return pos{p.Line, p.Column}, top, true
+			}
+			flow[nf] = flowLevel{mapping: tk.Type == token.MappingStartType}
+			nf++
+			depth++
+			continue
+		case token.SequenceEndType, token.MappingEndType:
+			if nf > 0 {
+				nf--
+				depth -= 1 + flow[nf].extra()
+			}
+			prev = tk
+			continue
+		}
+		if nf > 0 {
+			f := &flow[nf-1]
+			switch tk.Type {
+			case token.CollectEntryType:
+				depth -= f.extra()
+				f.colons = 0
+			case token.MappingValueType:
+				depth -= f.extra()
+				f.colons++
+				depth += f.extra()
+				if depth > MaxNesting {
+					return pos{p.Line, p.Column}, top, true
+				}
+			}
+			continue
+		}
+		if p.Line != line {
+			line, start = p.Line, 0
+		}
+		col := p.Column
+		switch tk.Type {
+		case token.SequenceEntryType:
+			// Close deeper levels and a sibling entry's; a mapping whose
+			// key stands at this column holds the new sequence.
+			for n > 0 && (block[n-1].col > col || block[n-1].col == col && block[n-1].seq) {
+				n--
+				depth--
+			}
+			block[n] = blockLevel{col, true}
+			n++
+			depth++
+			start = 0
+		case token.MappingKeyType, token.MappingValueType:
+			if tk.Type == token.MappingValueType && start != 0 {
+				col = start // the key's column
+			}
+			// Close deeper levels and a sequence at the key's column (it
+			// was this mapping's value); stay in a mapping already open here.
+			for n > 0 && (block[n-1].col > col || block[n-1].col == col && block[n-1].seq) {
+				n--
+				depth--
+			}
+			if n == 0 || block[n-1].col != col {
+				block[n] = blockLevel{col, false}
+				n++
+				depth++
+			}
+			if n == 1 && tk.Type == token.MappingValueType {
+				top = ""
+				if prev != nil && slices.Contains(topKeys, prev.Value) {
+					top = prev.Value
+				}
+			}
+			start = 0
+		default:
+			if start == 0 {
+				start = col
+			}
+		}
+		prev = tk
+		if depth > MaxNesting {
+			return pos{p.Line, col}, top, true
+		}
+	}
+	return pos{}, "", false
+}
+
 func syntaxProblem(file string, err error) Problem {
-	p := Problem{File: file, Message: "YAML syntax error: " + err.Error()}
+	p := Problem{File: file}
+	// Not err.Error() for a yaml.Error: it prints an excerpt of the source
+	// in time quadratic in the tokens on the line (10 s for one 300 KB
+	// line), and the message is all a problem needs.
 	var ye yaml.Error
 	if errors.As(err, &ye) {
 		p.Message = "YAML syntax error: " + ye.GetMessage()
 		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
 			p.Line, p.Col = tk.Position.Line, tk.Position.Column
 		}
+	} else {
+		p.Message = "YAML syntax error: " + err.Error()
 	}
 	if p.Line < 1 {
 		p.Line, p.Col = 1, 1
