@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/switchyard/switchyard/config"
@@ -96,7 +95,7 @@ func lint(cfg *config.Config) []string {
 // readLines returns the file's lines, or nil if it cannot be read (the
 // positions then fall back to column 1).
 func readLines(path string) []string {
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path)
 	if err != nil {
 		return nil
 	}

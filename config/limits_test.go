@@ -328,3 +328,24 @@ func (g nestGen) block(d, col int) string {
 	}
 	return "- " + g.flow(d-1)
 }
+
+// ReadFile stops one byte past the limit, so Parse refuses a huge file
+// without it being read whole.
+func TestReadFileStopsPastTheLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.yaml")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	data, err := ReadFile(path)
+	if err != nil || len(data) != MaxFileBytes+1 {
+		t.Fatalf("read %d bytes, %v; want MaxFileBytes+1", len(data), err)
+	}
+	if _, err := Parse(path, data, noEnv); err == nil {
+		t.Fatal("a file over the limit parsed")
+	}
+}

@@ -64,16 +64,23 @@ const (
 // bytes, so a huge file is refused without being read whole. An I/O error
 // is returned as is; a configuration problem is an *Error.
 func Load(path string) (*Config, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data, os.LookupEnv)
+}
+
+// ReadFile reads a configuration file for Parse: at most MaxFileBytes+1
+// bytes, enough for Parse to refuse a file over the limit without the
+// whole of a huge file in memory.
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	return Parse(path, data, os.LookupEnv)
+	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 }
 
 // Parse decodes, interpolates, defaults and validates one configuration.

@@ -95,7 +95,7 @@ type Daemon struct {
 // returns an error wrapping ErrInvalidConfig.
 func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 	boot := bootLogger(logOut)
-	data, err := os.ReadFile(cfgPath)
+	data, err := config.ReadFile(cfgPath)
 	if err != nil {
 		boot.Error().Str("file", cfgPath).Err(err).Msg("cannot read the configuration")
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
@@ -248,7 +248,7 @@ func (d *Daemon) Reload() (result string) {
 		}
 	}()
 
-	data, err := os.ReadFile(d.path)
+	data, err := config.ReadFile(d.path)
 	if err != nil {
 		log.Error().Err(err).Msg("config reload failed: cannot read the file; keeping the previous configuration")
 		d.tel.reload(ReloadFailure, d.hash, now)
