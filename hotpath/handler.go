@@ -159,6 +159,8 @@ type scratch struct {
 	rule  int
 	cands []*upstream.Target
 	call  upstream.Call
+	// body holds a streamed request body (see readBody).
+	body []byte
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
@@ -202,16 +204,21 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scratch) bool {
 	sc.rule = telemetry.RuleNotRouted // until Match: refused before routing
 
-	// Peek. HeaderReceived already held fasthttp to the limit of the config
-	// current when the headers arrived; st may be newer, and it is the one
-	// this request routes on.
-	body := rc.PostBody()
+	// Peek. The body is held to the limit of st, the State this request
+	// routes on (HeaderReceived used the one current when the headers
+	// arrived; st may be newer).
+	body, err := readBody(rc, st.maxRequestBytes, sc.body)
+	sc.body = body
+	if err != nil {
+		writeBodyError(rc, err, st.maxRequestBytes)
+		return false
+	}
 	if len(body) > st.maxRequestBytes {
 		writeTooLarge(rc, st.maxRequestBytes)
 		return false
 	}
 	p := &sc.peek
-	if err := p.parse(body); err != nil {
+	if err = p.parse(body); err != nil {
 		writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 		return false
 	}
@@ -283,6 +290,10 @@ func releaseScratch(sc *scratch) {
 	sc.cands = sc.cands[:0]
 	sc.call = upstream.Call{}
 	sc.peek.release()
+	if cap(sc.body) > maxKeptBody {
+		sc.body = nil // a large body's buffer is not kept for every request
+	}
+	sc.body = sc.body[:0]
 	scratchPool.Put(sc)
 }
 

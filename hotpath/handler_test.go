@@ -3,6 +3,7 @@ package hotpath
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -306,25 +307,38 @@ func TestMalformedHTTPRequest(t *testing.T) {
 }
 
 func TestBodyLimitAppliedBeforeTheBodyIsRead(t *testing.T) {
-	// The State's limit (2048) reaches fasthttp through HeaderReceived: a
-	// Content-Length over it is refused from the headers alone, without
-	// waiting for a body the client never sends. (The server's own cap is
-	// 10 MiB, so only HeaderReceived can produce this 413.)
+	// The State's limit (2048; the server's own cap is 10 MiB) stops a
+	// Content-Length over it before the body is read. With
+	// reduce_memory_usage fasthttp reads bodies itself and refuses from the
+	// headers alone (HeaderReceived passes it the limit). Otherwise bodies
+	// stream: fasthttp first pre-reads min(limit, 8 KiB) of it, then the
+	// handler refuses without reading the rest. Either way the client gets
+	// its 413 before it has sent the whole body.
 	a, b, c := threeMocks(t)
-	tg := startGateway(t, baseConfig, a, b, c)
-	conn, err := netDial(tg.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"))
-	var resp fasthttp.Response
-	if err := resp.Read(bufioReader(conn)); err != nil {
-		t.Fatal(err)
-	}
-	want := envelope("request body is too large; at most 2048 bytes allowed", "invalid_request_error", "request_too_large")
-	if resp.StatusCode() != 413 || string(resp.Body()) != want {
-		t.Errorf("got %d %s", resp.StatusCode(), resp.Body())
+	for _, tc := range []struct {
+		name, config string
+		sent         int // body bytes the client sends of the 5000 it declares
+	}{
+		{"reduce_memory_usage", strings.Replace(baseConfig, "server:\n", "server:\n  reduce_memory_usage: true\n", 1), 0},
+		{"default", baseConfig, 2048},
+	} {
+		tg := startGateway(t, tc.config, a, b, c)
+		conn, err := netDial(tg.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n" +
+			strings.Repeat("x", tc.sent)))
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var resp fasthttp.Response
+		if err := resp.Read(bufioReader(conn)); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		conn.Close()
+		want := envelope("request body is too large; at most 2048 bytes allowed", "invalid_request_error", "request_too_large")
+		if resp.StatusCode() != 413 || string(resp.Body()) != want {
+			t.Errorf("%s: got %d %s", tc.name, resp.StatusCode(), resp.Body())
+		}
 	}
 	noCalls(t, a, b, c)
 }

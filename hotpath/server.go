@@ -76,9 +76,12 @@ func NewServer(g *Gateway, logger fasthttp.Logger, reduceMemoryUsage bool) *fast
 		WriteTimeout:       ResponseWriteTimeout,
 		ReadBufferSize:     ReadBufferSize,
 		MaxRequestBodySize: FallbackMaxRequestBytes,
-		// The peek needs the whole body, and bodies are bounded by
-		// max_request_bytes, so streaming request bodies buys nothing.
-		StreamRequestBody: false,
+		// Stream request bodies so that memory follows the bytes that
+		// arrive, not the Content-Length a client declares (see body.go).
+		// Not with reduce_memory_usage: fasthttp then keeps each
+		// connection's read buffer between requests, which is what that
+		// mode exists to release.
+		StreamRequestBody: !reduceMemoryUsage,
 		// The API takes JSON bodies only; never parse multipart forms.
 		DisablePreParseMultipartForm: true,
 		// server.reduce_memory_usage (restart-only, default false): pool
