@@ -38,20 +38,35 @@ func readBody(rc *fasthttp.RequestCtx, limit int, buf []byte) ([]byte, error) {
 	if s == nil {
 		return rc.PostBody(), nil
 	}
-	if cl := rc.Request.Header.ContentLength(); cl > limit {
+	cl := rc.Request.Header.ContentLength() // -1 chunked
+	if cl > limit {
 		return buf[:0], errBodyTooLarge // refused before any of it is read
 	}
 	buf = buf[:0]
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // grow: doubling, as bytes arrive
+			// Grow by doubling as bytes arrive, never past what the
+			// limit (or a declared length within it) can need; one byte
+			// more leaves room to see the end or an excess.
+			size := max(2*cap(buf), 4<<10)
+			if cl >= 0 {
+				size = min(size, cl+1)
+			}
+			grown := make([]byte, len(buf), min(size, limit+1))
+			copy(grown, buf)
+			buf = grown
 		}
-		n, err := s.Read(buf[len(buf):min(cap(buf), limit+1)])
+		n, err := s.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if len(buf) > limit {
 			return buf, errBodyTooLarge
 		}
 		if err == io.EOF {
+			if cl >= 0 && len(buf) < cl {
+				// fasthttp's stream ends quietly when the client stops
+				// short of its Content-Length: not a whole body.
+				return buf, io.ErrUnexpectedEOF
+			}
 			return buf, nil
 		}
 		if err != nil {

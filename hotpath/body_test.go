@@ -2,7 +2,9 @@ package hotpath
 
 import (
 	"fmt"
+	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,4 +64,69 @@ func TestChunkedBodyOverTheLimit(t *testing.T) {
 		t.Fatalf("chunked body under the limit: %d %s, a called %d times", ok.StatusCode(), ok.Body(), a.calls.Load())
 	}
 	noCalls(t, b, c)
+}
+
+// A body that ends before its Content-Length is not a whole request: 400,
+// and nothing reaches an upstream (fasthttp's body stream ends quietly when
+// the client stops short past its 8 KiB pre-read).
+func TestShortBodyIsRefused(t *testing.T) {
+	a, b, c := threeMocks(t)
+	tg := startGateway(t, strings.Replace(baseConfig, "max_request_bytes: 2048", "max_request_bytes: 1048576", 1), a, b, c)
+	body := `{"model":"gpt-4o","pad":"` + strings.Repeat("x", 10000) + `"}`
+	conn, err := net.Dial("tcp4", tg.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20000\r\n\r\n" + body))
+	_ = conn.(*net.TCPConn).CloseWrite()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var resp fasthttp.Response
+	if err := resp.Read(bufioReader(conn)); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode() != 400 || !strings.Contains(string(resp.Body()), "cannot read the request body") {
+		t.Fatalf("got %d %s", resp.StatusCode(), resp.Body())
+	}
+	noCalls(t, a, b, c)
+}
+
+// "100 Continue" is written before the handler runs. After a stream, whose
+// end leaves the target's timeout as the connection's write deadline, and a
+// pause longer than that, an Expect: 100-continue request on the same
+// connection must still get its interim answer and its response.
+func TestExpectContinueAfterAStaleWriteDeadline(t *testing.T) {
+	a, b, c := threeMocks(t)
+	cfg := strings.Replace(baseConfig, "    api_key: sk-a\n", "    api_key: sk-a\n    timeout: 200ms\n", 1)
+	tg := startGateway(t, cfg, a, b, c)
+	conn, err := net.Dial("tcp4", tg.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufioReader(conn)
+	stream := `{"model":"gpt-4o","stream":true,"messages":[]}`
+	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(stream)) + "\r\n\r\n" + stream))
+	var resp fasthttp.Response
+	if err := resp.Read(br); err != nil || resp.StatusCode() != 200 || !strings.Contains(string(resp.Body()), "[DONE]") {
+		t.Fatalf("stream: %v %d %s", err, resp.StatusCode(), resp.Body())
+	}
+	time.Sleep(400 * time.Millisecond) // past the 200ms the stream left behind
+	plain := `{"model":"gpt-4o","messages":[]}`
+	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+		strconv.Itoa(len(plain)) + "\r\n\r\n"))
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 Continue") {
+		t.Fatalf("interim answer %q, %v; want 100 Continue", line, err)
+	}
+	if _, err := br.ReadString('\n'); err != nil { // the blank line after it
+		t.Fatal(err)
+	}
+	_, _ = conn.Write([]byte(plain))
+	resp.Reset()
+	if err := resp.Read(br); err != nil || resp.StatusCode() != 200 {
+		t.Fatalf("after 100 Continue: %v %d %s", err, resp.StatusCode(), resp.Body())
+	}
 }

@@ -59,6 +59,10 @@ func NewServer(g *Gateway, logger fasthttp.Logger, reduceMemoryUsage bool) *fast
 		ErrorHandler: g.errorHandler,
 		// Per-request body limit from the current State; see above.
 		HeaderReceived: g.headerReceived,
+		// fasthttp writes "100 Continue" before the handler runs, under
+		// whatever write deadline the connection's previous answer left
+		// (WriteTimeout, or a stream's last one); arm a fresh one first.
+		ExpectHandler: expectContinue,
 		// No Server header: it only advertises the implementation.
 		Name:                  "",
 		NoDefaultServerHeader: true,
@@ -100,6 +104,15 @@ func NewServer(g *Gateway, logger fasthttp.Logger, reduceMemoryUsage bool) *fast
 		// Detect clients that vanished during a long stream.
 		TCPKeepalive: true,
 	}
+}
+
+// expectContinue lets every "Expect: 100-continue" request go on, with a
+// fresh write deadline for the interim answer.
+func expectContinue(rc *fasthttp.RequestCtx) int {
+	if c := rc.Conn(); c != nil {
+		c.SetWriteDeadline(time.Now().Add(ResponseWriteTimeout)) //nolint:errcheck // the write reports it
+	}
+	return fasthttp.StatusContinue
 }
 
 // headerReceived sets the body limit of one request from the current State.
