@@ -47,7 +47,7 @@ var requestIDSeq atomic.Uint64
 // as well: "<process prefix>-<16 hex digits of a counter>". Generation is a
 // counter increment and a stack buffer; it allocates nothing.
 func setRequestID(rc *fasthttp.RequestCtx) {
-	if id := rc.Request.Header.Peek(headerRequestID); validClientRequestID(id) {
+	if id := rc.Request.Header.PeekBytes(headerRequestIDBytes); validClientRequestID(id) {
 		rc.Response.Header.SetCanonical(headerRequestIDBytes, id)
 		return
 	}

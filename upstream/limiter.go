@@ -56,6 +56,19 @@ func (l *Limiter) grantLocked() {
 	}
 }
 
+// TryAcquire takes a free slot if there is one and nobody is waiting for
+// it, without waiting; it reports whether it did. A true must be paired
+// with one Release.
+func (l *Limiter) TryAcquire() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inFlight < l.max && len(l.waiters) == 0 {
+		l.inFlight++
+		return true
+	}
+	return false
+}
+
 // Acquire takes a slot. With a free slot it returns (true, ClassOK) at once.
 // Otherwise the caller queues: when the queue is full it returns
 // (false, ClassSaturated) at once; when deadline passes while waiting (the

@@ -156,3 +156,35 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not reached within 1s")
 }
+
+// TryAcquire takes a free slot only: never past max, never ahead of a
+// waiter, and its slot is released like Acquire's.
+func TestLimiterTryAcquire(t *testing.T) {
+	l := NewLimiter(1, 1)
+	if !l.TryAcquire() {
+		t.Fatal("free slot not taken")
+	}
+	if l.TryAcquire() {
+		t.Fatal("took a second slot of one")
+	}
+	got := make(chan bool)
+	go func() {
+		ok, _ := l.Acquire(time.Now().Add(5*time.Second), nil)
+		got <- ok
+	}()
+	for l.QueueDepth() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	l.Release() // hands the slot to the waiter
+	if !<-got {
+		t.Fatal("waiter not served")
+	}
+	if l.TryAcquire() {
+		t.Fatal("took the slot the waiter holds")
+	}
+	l.Release()
+	if !l.TryAcquire() || l.InFlight() != 1 {
+		t.Fatalf("slot not free after release: in flight %d", l.InFlight())
+	}
+	l.Release()
+}

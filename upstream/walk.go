@@ -161,12 +161,12 @@ type walk struct {
 	obs      Observer
 	clk      *clock
 	start    time.Time
-	// now is the latest clock reading. The clock is read when the walk
-	// starts, before and after each upstream call, and after anything else
-	// that may block (a limiter wait, a backoff sleep); in between, the
-	// deadline, park and breaker checks use this reading (stale by
-	// microseconds at most), so a request costs three clock reads, not one
-	// per check.
+	// now is the latest clock reading: the request's start (fasthttp's
+	// rc.Time() with the real clock), then after each upstream call and
+	// after anything else that may block (a limiter wait, a backoff sleep,
+	// a stream's first event or error body). The deadline, park and
+	// breaker checks and an attempt's start use it (stale by microseconds
+	// at most), so a plain request costs one clock read of its own.
 	now  time.Time
 	res  Result
 	last outcome
@@ -182,7 +182,12 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 	if obs == nil {
 		obs = NopObserver{}
 	}
-	now := clk.now()
+	// The real clock starts from fasthttp's reading at the start of the
+	// request (microseconds earlier, and one clock read fewer).
+	now := rc.Time()
+	if clk != realClock || now.IsZero() {
+		now = clk.now()
+	}
 	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1}
 	w.last.class = ClassCircuitOpen // an empty chain answers 503, like all-open
 	for i, t := range chain {
@@ -229,18 +234,23 @@ func (w *walk) member(t *Target) bool {
 		return false
 	}
 	lim := t.Limiter()
-	if ok, class := lim.Acquire(w.deadline, nil); !ok {
-		w.now = w.clk.now() // the limiter may have waited
-		// No call was made, so the breaker hears a neutral outcome whatever
-		// the limiter's reason: a wait cut short by the request deadline
-		// (ClassTimeout) is not the target's failure and must not count
-		// towards opening its circuit. Done only frees a half-open probe slot.
-		br.Done(ticket, ClassSaturated, now)
-		if class == ClassSaturated {
-			w.obs.Skip(t, class)
+	if !lim.TryAcquire() {
+		// No free slot: queue. The wait (if any) moves the clock on.
+		ok, class := lim.Acquire(w.deadline, nil)
+		w.now = w.clk.now()
+		if !ok {
+			// No call was made, so the breaker hears a neutral outcome
+			// whatever the limiter's reason: a wait cut short by the
+			// request deadline (ClassTimeout) is not the target's failure
+			// and must not count towards opening its circuit. Done only
+			// frees a half-open probe slot.
+			br.Done(ticket, ClassSaturated, now)
+			if class == ClassSaturated {
+				w.obs.Skip(t, class)
+			}
+			w.last = outcome{class: class}
+			return false
 		}
-		w.last = outcome{class: class}
-		return false
 	}
 	// The slot is held across this member's retries and backoffs, and
 	// released on every way out of here, a panic included, unless a
@@ -366,8 +376,9 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	if w.call.Stream {
 		resp.StreamBody = true
 	}
-	t0 := w.clk.now()
-	w.now = t0
+	// w.now is fresh: nothing since it was read (the walk's start, the end
+	// of the previous attempt, a limiter wait or a backoff sleep) waited.
+	t0 := w.now
 	attemptDeadline := t0.Add(t.Timeout)
 	if w.deadline.Before(attemptDeadline) {
 		attemptDeadline = w.deadline
