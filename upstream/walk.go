@@ -161,12 +161,12 @@ type walk struct {
 	obs      Observer
 	clk      *clock
 	start    time.Time
-	// now is the latest clock reading: the request's start (fasthttp's
-	// rc.Time() with the real clock), then after each upstream call and
-	// after anything else that may block (a limiter wait, a backoff sleep,
-	// a stream's first event or error body). The deadline, park and
-	// breaker checks and an attempt's start use it (stale by microseconds
-	// at most), so a plain request costs one clock read of its own.
+	// now is the latest clock reading: the walk's start, then after each
+	// upstream call and after anything else that may block (a limiter
+	// wait, a backoff sleep, a stream's first event or error body). The
+	// deadline, park and breaker checks and an attempt's start use it
+	// (stale by microseconds at most), so a plain request costs two clock
+	// reads of its own.
 	now  time.Time
 	res  Result
 	last outcome
@@ -182,12 +182,10 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 	if obs == nil {
 		obs = NopObserver{}
 	}
-	// The real clock starts from fasthttp's reading at the start of the
-	// request (microseconds earlier, and one clock read fewer).
-	now := rc.Time()
-	if clk != realClock || now.IsZero() {
-		now = clk.now()
-	}
+	// Read here, not taken from rc.Time(): the request body may have
+	// streamed in for seconds since then, and park, breaker and attempt
+	// deadlines need the present.
+	now := clk.now()
 	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1}
 	w.last.class = ClassCircuitOpen // an empty chain answers 503, like all-open
 	for i, t := range chain {

@@ -175,3 +175,27 @@ func TestWalkStreamNoBodyFailsOver(t *testing.T) {
 		t.Fatalf("attempts %v; want a's first as a transport failure", obs.attempts)
 	}
 }
+
+// The walk reads the clock when it starts, not the request's start
+// (rc.Time()): a body that took long to arrive must not shorten the
+// attempt's own timeout, nor make a park that has expired since look
+// current.
+func TestWalkStartsFromThePresentNotTheRequestStart(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", func(ctx *fasthttp.RequestCtx, n int) {
+		time.Sleep(150 * time.Millisecond)
+		ok("a")(ctx, n)
+	})
+	ta := h.target("a", func(ct *config.Target) { ct.Timeout = 300 * time.Millisecond })
+	var req fasthttp.Request
+	req.Header.SetMethod("POST")
+	req.SetRequestURI("/v1/chat/completions")
+	rc := &fasthttp.RequestCtx{}
+	rc.Init(&req, nil, nil) // rc.Time() is now
+	ta.Park().ParkUntil(time.Now().Add(200 * time.Millisecond))
+	time.Sleep(400 * time.Millisecond) // the body streams in; the park expires
+	res := Walk(rc, chatCall(false), []*Target{ta}, time.Now().Add(5*time.Second), nil)
+	if res.Status != 200 || res.Attempts != 1 {
+		t.Fatalf("status %d class %v attempts %d: the walk judged its member by the request's start", res.Status, res.Class, res.Attempts)
+	}
+}
