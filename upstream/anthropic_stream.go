@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"strconv"
 	"strings"
 )
 
@@ -204,13 +203,4 @@ func (s *sseReader) readLine(r *bufio.Reader, limit int) ([]byte, int, error) {
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		return bytes.TrimSuffix(line, []byte("\r")), n, nil
 	}
-}
-
-// oversizedEvent is the error of an upstream stream event over maxSSEEvent
-// bytes: a transport failure (failover-safe before the commit, an error
-// frame after it), reported as the OpenAI-compatible relay reports it.
-func oversizedEvent() *StreamError {
-	return &StreamError{Class: ClassTransport, Status: 502,
-		Body: AppendError(nil, "upstream stream event exceeds "+strconv.Itoa(maxSSEEvent)+" bytes",
-			TypeUpstream, CodeUpstreamError)}
 }

@@ -29,6 +29,15 @@ var (
 // until the process runs out of memory.
 const maxSSEEvent = 8 << 20
 
+// oversizedEvent is the error of an upstream stream event (an SSE event, an
+// Anthropic event, a Bedrock frame) over maxSSEEvent bytes: a transport
+// failure, failover-safe before the commit and an error frame after it.
+func oversizedEvent() *StreamError {
+	return &StreamError{Class: ClassTransport, Status: 502,
+		Body: AppendError(nil, "upstream stream event exceeds "+strconv.Itoa(maxSSEEvent)+" bytes",
+			TypeUpstream, CodeUpstreamError)}
+}
+
 // Next implements StreamDecoder.
 func (d *sseDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 	evStart := len(dst)
@@ -41,9 +50,7 @@ func (d *sseDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 			chunk, err = r.ReadSlice('\n')
 			dst = append(dst, chunk...)
 			if len(dst)-evStart > maxSSEEvent {
-				return dst[:evStart], &StreamError{Class: ClassTransport, Status: 502,
-					Body: AppendError(nil, "upstream stream event exceeds "+strconv.Itoa(maxSSEEvent)+" bytes",
-						TypeUpstream, CodeUpstreamError)}
+				return dst[:evStart], oversizedEvent()
 			}
 			if err != bufio.ErrBufferFull {
 				break
