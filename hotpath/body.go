@@ -87,8 +87,7 @@ func writeBodyError(rc *fasthttp.RequestCtx, err error, limit int) {
 	case errors.Is(err, errBodyTooLarge):
 		writeTooLarge(rc, limit)
 	case errors.As(err, &ne) && ne.Timeout():
-		writeError(rc, fasthttp.StatusRequestTimeout, "timed out reading the request",
-			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+		writeReadTimeout(rc)
 	default:
 		writeError(rc, fasthttp.StatusBadRequest, "cannot read the request body: "+err.Error(),
 			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)

@@ -109,10 +109,25 @@ func NewServer(g *Gateway, logger fasthttp.Logger, reduceMemoryUsage bool) *fast
 // expectContinue lets every "Expect: 100-continue" request go on, with a
 // fresh write deadline for the interim answer.
 func expectContinue(rc *fasthttp.RequestCtx) int {
+	armWrite(rc)
+	return fasthttp.StatusContinue
+}
+
+// armWrite gives the connection a fresh write deadline, for an answer
+// fasthttp writes without arming WriteTimeout itself (an interim 100
+// Continue, an error answer to an unreadable request): the deadline the
+// connection's previous answer left may have passed.
+func armWrite(rc *fasthttp.RequestCtx) {
 	if c := rc.Conn(); c != nil {
 		c.SetWriteDeadline(time.Now().Add(ResponseWriteTimeout)) //nolint:errcheck // the write reports it
 	}
-	return fasthttp.StatusContinue
+}
+
+// writeReadTimeout answers a request the client sent too slowly (the
+// server's ReadTimeout), its headers or its body.
+func writeReadTimeout(rc *fasthttp.RequestCtx) {
+	writeError(rc, fasthttp.StatusRequestTimeout, "timed out reading the request",
+		upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 }
 
 // headerReceived sets the body limit of one request from the current State.
@@ -135,11 +150,7 @@ func (g *Gateway) headerReceived(*fasthttp.RequestHeader) fasthttp.RequestConfig
 // is 0: fasthttp does not say when such a request began (rc.Time is that of
 // the connection's previous request, if any).
 func (g *Gateway) errorHandler(rc *fasthttp.RequestCtx, err error) {
-	// fasthttp arms no write deadline for these answers, and the one a
-	// previous stream on this connection left behind may have passed.
-	if c := rc.Conn(); c != nil {
-		c.SetWriteDeadline(time.Now().Add(ResponseWriteTimeout)) //nolint:errcheck // the write reports it
-	}
+	armWrite(rc)
 	setRequestID(rc)
 	g.writeReadError(rc, err)
 	if g.Finished != nil {
@@ -166,8 +177,7 @@ func (g *Gateway) writeReadError(rc *fasthttp.RequestCtx, err error) {
 		writeError(rc, fasthttp.StatusRequestHeaderFieldsTooLarge, "request headers are too large",
 			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 	case errors.As(err, &netErr) && netErr.Timeout():
-		writeError(rc, fasthttp.StatusRequestTimeout, "timed out reading the request",
-			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+		writeReadTimeout(rc)
 	default:
 		writeError(rc, fasthttp.StatusBadRequest, "malformed HTTP request: "+err.Error(),
 			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
