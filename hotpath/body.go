@@ -32,11 +32,16 @@ var errBodyTooLarge = errors.New("request body too large")
 // readBody returns the request body, reading a streamed one into buf
 // (reused from buf[:0], grown as needed) and stopping one byte past limit:
 // a body over limit is errBodyTooLarge, read no further. Without a stream
-// (fasthttp read the body itself) it returns the body fasthttp holds.
+// (fasthttp read the body itself, under the limit of the State current when
+// the headers arrived) it returns the body fasthttp holds, held to limit
+// all the same: the State this request routes on may be newer.
 func readBody(rc *fasthttp.RequestCtx, limit int, buf []byte) ([]byte, error) {
 	s := rc.RequestBodyStream()
 	if s == nil {
-		return rc.PostBody(), nil
+		if b := rc.PostBody(); len(b) <= limit {
+			return b, nil
+		}
+		return buf[:0], errBodyTooLarge
 	}
 	cl := rc.Request.Header.ContentLength() // -1 chunked
 	if cl > limit {

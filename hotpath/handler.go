@@ -213,10 +213,6 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scra
 		writeBodyError(rc, err, st.maxRequestBytes)
 		return false
 	}
-	if len(body) > st.maxRequestBytes {
-		writeTooLarge(rc, st.maxRequestBytes)
-		return false
-	}
 	p := &sc.peek
 	if err = p.parse(body); err != nil {
 		writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
