@@ -37,7 +37,7 @@ func (t tele) attach(g *hotpath.Gateway, log zerolog.Logger) {
 	g.Metrics = t.metrics.Handler
 	m, access := t.metrics, t.access
 	g.Finished = func(e *telemetry.Entry) {
-		m.Request(e.Surface, e.Status)
+		m.Finished(e)
 		access.Log(e)
 	}
 	g.Panicked = func(v any, stack []byte) { logPanic(log, m, v, stack) }

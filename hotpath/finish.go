@@ -29,8 +29,9 @@ type tracker struct {
 	g     *Gateway
 	start time.Time
 	entry telemetry.Entry
-	// reqID and model own the bytes entry.RequestID and entry.Model point to.
-	reqID, model []byte
+	// reqID, model and traceID own the bytes entry.RequestID, entry.Model
+	// and entry.TraceID point to.
+	reqID, model, traceID []byte
 	// names owns entry.Walked.
 	names []string
 
@@ -50,6 +51,7 @@ func acquireTracker(g *Gateway, rc *fasthttp.RequestCtx, s router.Surface, sc *s
 	tr.start = rc.Time()
 	tr.reqID = append(tr.reqID[:0], rc.Response.Header.Peek(headerRequestID)...)
 	tr.model = append(tr.model[:0], sc.peek.Model...)
+	tr.traceID = append(tr.traceID[:0], upstream.TraceID(&rc.Request.Header)...)
 	tr.names = tr.names[:0]
 	tr.ends.Store(0)
 	tr.entry = telemetry.Entry{
@@ -58,6 +60,9 @@ func acquireTracker(g *Gateway, rc *fasthttp.RequestCtx, s router.Surface, sc *s
 		Model:     tr.model,
 		Rule:      sc.rule,
 		Stream:    sc.call.Stream,
+	}
+	if len(tr.traceID) > 0 {
+		tr.entry.TraceID = tr.traceID
 	}
 	return tr
 }
@@ -137,6 +142,7 @@ func (tr *tracker) done() {
 		return
 	}
 	tr.entry.Class = tr.streamRes.Class
+	tr.entry.Usage = tr.streamRes.Usage
 	tr.entry.Latency = time.Since(tr.start)
 	tr.emit()
 }
@@ -151,6 +157,7 @@ func (tr *tracker) fill(res upstream.Result) {
 	tr.entry.Class = res.Class
 	tr.entry.TTFB = res.TTFB
 	tr.entry.Stream = res.Stream
+	tr.entry.Usage = res.Usage
 }
 
 func (tr *tracker) emit() {
@@ -184,6 +191,7 @@ func (g *Gateway) finishRefused(rc *fasthttp.RequestCtx, s router.Surface, rule 
 		Status:    rc.Response.StatusCode(),
 		Class:     upstream.ClassClient,
 		Latency:   latency,
+		TraceID:   upstream.TraceID(&rc.Request.Header),
 	}
 	g.Finished(&e)
 }

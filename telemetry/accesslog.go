@@ -55,6 +55,14 @@ type Entry struct {
 	Stream bool
 	// Class is the request's outcome class (upstream.ClassOK on success).
 	Class upstream.Class
+	// Key is the name of the client key that authenticated the request; "" without auth.
+	Key string
+	// Usage is the token usage of a successful answer (upstream.Result's);
+	// the zero value logs no token fields.
+	Usage upstream.Usage
+	// TraceID is the 32 hex digits of the trace id of the request's valid
+	// W3C traceparent header (upstream.TraceID); nil = none.
+	TraceID []byte
 }
 
 // RuleNotRouted is Entry.Rule for a request refused before it was routed:
@@ -82,8 +90,9 @@ func NewAccessLog(l zerolog.Logger) *AccessLog {
 // (model_truncated: true when cut), rule ("fallback", "none" when not
 // routed, or the index; always a string so the field has one type), chain (array of target names),
 // target, attempts, status, outcome (the class name), stream, latency_ms
-// and, for streams, ttfb_ms (milliseconds, microsecond precision). It does
-// not allocate.
+// and, for streams, ttfb_ms (milliseconds, microsecond precision); then,
+// when known, key (the client key's name), prompt_tokens,
+// completion_tokens and trace_id. It does not allocate.
 func (a *AccessLog) Log(e *Entry) {
 	if a == nil || e == nil {
 		return
@@ -118,6 +127,18 @@ func (a *AccessLog) Log(e *Entry) {
 		Float64("latency_ms", millis(e.Latency))
 	if e.Stream {
 		ev.Float64("ttfb_ms", millis(e.TTFB))
+	}
+	if e.Key != "" {
+		ev.Str("key", e.Key)
+	}
+	if e.Usage.HasPrompt {
+		ev.Int64("prompt_tokens", e.Usage.Prompt)
+	}
+	if e.Usage.HasCompletion {
+		ev.Int64("completion_tokens", e.Usage.Completion)
+	}
+	if len(e.TraceID) > 0 {
+		ev.Bytes("trace_id", e.TraceID)
 	}
 	ev.Msg("request")
 }

@@ -22,6 +22,8 @@ func TestAccessLogDoesNotAllocate(t *testing.T) {
 		RequestID: []byte("0123456789abcdef"), Surface: router.SurfaceChat, Model: []byte("gpt-4o-mini"),
 		Rule: 12, Walked: []string{"openai", "azure"}, Target: "azure", Attempts: 2, Status: 200,
 		Latency: 420 * time.Millisecond, TTFB: 90 * time.Millisecond, Stream: true, Class: upstream.ClassOK,
+		Key: "acme-prod", Usage: upstream.Usage{Prompt: 8, Completion: 21, HasPrompt: true, HasCompletion: true},
+		TraceID: []byte("4bf92f3577b34da6a3ce929d0e0e4736"),
 	}
 	a.Log(e)
 	if n := testing.AllocsPerRun(1000, func() { a.Log(e) }); n != 0 {

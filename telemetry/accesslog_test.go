@@ -57,6 +57,9 @@ func TestAccessLogFields(t *testing.T) {
 		TTFB:      250500 * time.Microsecond,
 		Stream:    true,
 		Class:     upstream.ClassOK,
+		Key:       "acme-prod",
+		Usage:     upstream.Usage{Prompt: 12, Completion: 0, HasPrompt: true, HasCompletion: true},
+		TraceID:   []byte("4bf92f3577b34da6a3ce929d0e0e4736"),
 	})
 	a.Log(&Entry{
 		RequestID: []byte("req-2"),
@@ -70,6 +73,7 @@ func TestAccessLogFields(t *testing.T) {
 		Latency:   80 * time.Millisecond,
 		TTFB:      70 * time.Millisecond, // not a stream: not logged
 		Class:     upstream.ClassServer,
+		Usage:     upstream.Usage{Prompt: 8, HasPrompt: true}, // embeddings: no completion count
 	})
 	a.Log(&Entry{Surface: router.SurfaceImages, Status: 404, Rule: 0})
 	lines := decodeLines(t, &buf)
@@ -88,10 +92,12 @@ func TestAccessLogFields(t *testing.T) {
 		"request_id": "req-1", "surface": "chat", "model": "claude-3-5-sonnet", "rule": "2",
 		"chain": []any{"anthropic", "bedrock"}, "target": "bedrock", "attempts": 3.0, "status": 200.0,
 		"outcome": "ok", "stream": true, "latency_ms": 1234.567, "ttfb_ms": 250.5,
+		"key": "acme-prod", "prompt_tokens": 12.0, "completion_tokens": 0.0,
+		"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
 	}, {
 		"request_id": "req-2", "surface": "embeddings", "model": "text-embedding-3-small", "rule": "fallback",
 		"chain": []any{"openai"}, "target": "openai", "attempts": 1.0, "status": 502.0,
-		"outcome": "server", "stream": false, "latency_ms": 80.0,
+		"outcome": "server", "stream": false, "latency_ms": 80.0, "prompt_tokens": 8.0,
 	}, {
 		"request_id": "", "surface": "images", "model": "", "rule": "0",
 		"chain": []any{}, "target": "", "attempts": 0.0, "status": 404.0,

@@ -46,6 +46,9 @@ const (
 	famReloadTS  = "switchyard_config_last_reload_timestamp_seconds"
 	famInfo      = "switchyard_config_info"
 	famPanics    = "switchyard_panics_total"
+	// famKeyRequests and famTokens are labelled by client key name (key="" without auth).
+	famKeyRequests = "switchyard_key_requests_total"
+	famTokens      = "switchyard_tokens_total"
 )
 
 // SurfaceNone is the surface of a request that reached no API surface: an
@@ -104,6 +107,11 @@ type Metrics struct {
 	// panics counts panics recovered while serving (Panicked).
 	panics *metrics.Counter
 
+	// keys holds switchyard_key_requests_total by client key name; keysMu
+	// is its lock.
+	keys   nameMap[keySeries]
+	keysMu sync.Mutex
+
 	reloads [numReloadResults]*metrics.Counter
 	cfg     configState // under mu
 
@@ -118,6 +126,7 @@ type Metrics struct {
 // config loaded yet.
 func NewMetrics() *Metrics {
 	m := &Metrics{set: metrics.NewSet(), now: time.Now, process: true}
+	m.keys.mu = &m.keysMu
 	empty := map[string]*targetSeries{}
 	m.series.Store(&empty)
 	m.targets.Store(&[]*upstream.Target{})

@@ -53,6 +53,9 @@ type targetSeries struct {
 	duration *metrics.PrometheusHistogram
 	parks    *metrics.Counter
 	byClass  [numClassFamilies][classSlots]atomic.Pointer[metrics.Counter]
+	// tokens holds switchyard_tokens_total by client key; its lock is
+	// Metrics.mu.
+	tokens nameMap[tokenSeries]
 }
 
 // Attempt implements upstream.Observer: it counts the attempt by target and
@@ -150,11 +153,13 @@ func (m *Metrics) classCounter(s *targetSeries, f classFamily, c upstream.Class)
 // newTargetSeriesLocked registers the always-present series of a target.
 // Called with m.mu held.
 func (m *Metrics) newTargetSeriesLocked(name string) *targetSeries {
-	return &targetSeries{
+	s := &targetSeries{
 		name:     name,
 		duration: m.set.GetOrCreatePrometheusHistogramExt(seriesName(famDuration, "target", name), durationBuckets),
 		parks:    m.set.GetOrCreateCounter(seriesName(famParks, "target", name)),
 	}
+	s.tokens.mu = &m.mu
+	return s
 }
 
 // dropTargetSeriesLocked unregisters every series of s. Called with m.mu
@@ -162,6 +167,7 @@ func (m *Metrics) newTargetSeriesLocked(name string) *targetSeries {
 func (m *Metrics) dropTargetSeriesLocked(s *targetSeries) {
 	m.set.UnregisterMetric(seriesName(famDuration, "target", s.name))
 	m.set.UnregisterMetric(seriesName(famParks, "target", s.name))
+	m.dropTokenSeriesLocked(s)
 	for f := range s.byClass {
 		fam := classFamilies[f]
 		for slot := range s.byClass[f] {

@@ -199,6 +199,9 @@ type chunkWriter struct {
 	// includeUsage is the client's stream_options.include_usage: a final
 	// chunk with empty choices carries the usage.
 	includeUsage bool
+	// reported is the usage of the final usage event, whether or not the
+	// client asked for its chunk (translated providers always report it).
+	reported Usage
 }
 
 func newChunkWriter(c *Call) chunkWriter {
@@ -283,6 +286,7 @@ func (w *chunkWriter) finish(dst []byte, finish string) []byte {
 
 // usage appends the usage chunk when the client asked for it.
 func (w *chunkWriter) usage(dst []byte, u usage) []byte {
+	w.reported = Usage{Prompt: u.prompt, Completion: u.completion, HasPrompt: true, HasCompletion: true}
 	if !w.includeUsage {
 		return dst
 	}
@@ -323,6 +327,9 @@ type chatStream struct {
 	role  bool // message start seen, its role chunk not yet sent
 	done  bool
 }
+
+// Usage implements usageReporter: the stream's final usage event.
+func (s *chatStream) Usage() Usage { return s.cw.reported }
 
 // withRole translates one event, preceded by the held role chunk when the
 // event produces a frame. A failure drops everything appended since start

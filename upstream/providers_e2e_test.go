@@ -416,7 +416,10 @@ func TestE2EBedrockSigV4AndErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	comp, err := g.client.Chat.Completions.New(ctx, e2eParams())
+	// The forwarded trace context rides outside the signature, which still
+	// verifies.
+	comp, err := g.client.Chat.Completions.New(ctx, e2eParams(),
+		option.WithHeader("traceparent", goodParent), option.WithHeader("tracestate", goodState))
 	if err != nil {
 		t.Fatalf("signed request refused: %v", err)
 	}
@@ -424,6 +427,9 @@ func TestE2EBedrockSigV4AndErrors(t *testing.T) {
 		t.Fatalf("completion %+v", comp)
 	}
 	r, _ := g.bed.last()
+	if r.Header.Get("traceparent") != goodParent || r.Header.Get("tracestate") != goodState {
+		t.Errorf("trace context %q %q", r.Header.Get("traceparent"), r.Header.Get("tracestate"))
+	}
 	if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKIDE2E/") ||
 		!strings.Contains(r.Header.Get("Authorization"), "/eu-west-3/bedrock/aws4_request") {
 		t.Errorf("Authorization %q", r.Header.Get("Authorization"))

@@ -16,7 +16,15 @@ import (
 // stream's first byte. A read error other than a clean EOF (a deadline, a
 // reset connection) is returned as is, so the walk can tell a timeout from a
 // transport failure.
-type sseDecoder struct{}
+type sseDecoder struct {
+	// usage is the last usage a chunk carried (an OpenAI final usage chunk,
+	// sent when the client asked stream_options.include_usage; vLLM's
+	// continuous usage stats put the running total in every chunk).
+	usage Usage
+}
+
+// Usage implements usageReporter.
+func (d *sseDecoder) Usage() Usage { return d.usage }
 
 var (
 	sseDoneFrame  = []byte("data: [DONE]\n\n")
@@ -77,6 +85,11 @@ func (d *sseDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 			}
 			if se := errorEvent(payload); se != nil {
 				return dst[:evStart], se
+			}
+			// Cheap for an ordinary chunk: one vectorized search for
+			// "usage"; a chunk with one reads just that object.
+			if u, ok := ReadUsage(payload); ok {
+				d.usage = u
 			}
 			return dst, nil
 		}

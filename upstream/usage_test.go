@@ -146,7 +146,7 @@ func TestReadUsageLargeBodies(t *testing.T) {
 func TestLastIndexMatchesBytes(t *testing.T) {
 	sep := []byte(`"usage"`)
 	for _, n := range []int{0, 3, 7, 100, lastIndexWindow - 3, lastIndexWindow, 3*lastIndexWindow + 5} {
-		for _, at := range []int{-1, 0, 1, lastIndexWindow - 4, lastIndexWindow - 7, lastIndexWindow - 1, n - 7, n/2} {
+		for _, at := range []int{-1, 0, 1, lastIndexWindow - 4, lastIndexWindow - 7, lastIndexWindow - 1, n - 7, n / 2} {
 			b := bytes.Repeat([]byte("x"), n)
 			if at >= 0 && at+len(sep) <= n {
 				copy(b[at:], sep)

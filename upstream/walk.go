@@ -48,6 +48,11 @@ type Result struct {
 	// non-streamed answer, without reading the clock again (translating a
 	// success for the client, microseconds, comes after it).
 	End time.Time
+	// Usage is the token usage of a successful answer, as the client
+	// receives it (ReadUsage of the answer; for a stream, the decoder's last
+	// usage event, reported to Observer.StreamEnd of a stream that ended
+	// ClassOK). The zero value: none reported.
+	Usage Usage
 }
 
 // Observer receives the events of a walk, for metrics and logs. Methods
@@ -105,7 +110,8 @@ func (NopObserver) StreamEnd(Result, time.Duration) {}
 // and auth errors end the walk at once. A request timeout ends the walk.
 //
 // The client's X-Request-Id (or the one the hot path already put on the
-// response) is forwarded; no other client header is, so the client's
+// response) and valid W3C traceparent/tracestate are forwarded; no other
+// client header is, so the client's
 // Authorization and X-Gateway-Metadata never reach an upstream. Every
 // attempt asks for Accept-Encoding: identity (bodies are relayed as is).
 //
@@ -176,6 +182,9 @@ type walk struct {
 	// pending is true while an attempt holds a breaker ticket it has not
 	// reported yet (see attempt).
 	pending bool
+	// traceParent and traceState are the client's W3C trace headers to
+	// forward (traceContext), aliasing the request; nil = none.
+	traceParent, traceState []byte
 }
 
 func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline time.Time, obs Observer, clk *clock) Result {
@@ -187,6 +196,7 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 	// deadlines need the present.
 	now := clk.now()
 	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1}
+	w.traceParent, w.traceState = traceContext(&rc.Request.Header)
 	w.last.class = ClassCircuitOpen // an empty chain answers 503, like all-open
 	for i, t := range chain {
 		if i > 0 {
@@ -358,13 +368,21 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		return outcome{class: ClassClient, status: fasthttp.StatusBadRequest,
 			envelope: AppendError(nil, err.Error(), TypeInvalidRequest, CodeInvalidRequest)}, false
 	}
-	// Only the request id passes from the client; BuildRequest set
-	// everything else, so the client's Authorization, X-Gateway-Metadata and
-	// hop-by-hop headers never reach the upstream.
+	// Only the request id and the W3C trace context pass from the client;
+	// BuildRequest set everything else, so the client's Authorization,
+	// X-Gateway-Metadata and hop-by-hop headers never reach the upstream.
 	if id := w.rc.Response.Header.PeekBytes(headerRequestID); len(id) > 0 {
 		req.Header.SetCanonical(headerRequestID, id)
 	} else if id := w.rc.Request.Header.PeekBytes(headerRequestID); len(id) > 0 {
 		req.Header.SetCanonical(headerRequestID, id)
+	}
+	// Set after BuildRequest, so outside a SigV4 signature (whose signed
+	// headers bedrock.sign fixes): AWS accepts unsigned extra headers.
+	if w.traceParent != nil {
+		req.Header.SetCanonical(headerTraceparent, w.traceParent)
+		if w.traceState != nil {
+			req.Header.SetCanonical(headerTracestate, w.traceState)
+		}
 	}
 	// A request without Accept-Encoding accepts any coding (RFC 9110
 	// §12.5.3), and a CDN in front of a provider may then gzip the answer:
@@ -426,6 +444,9 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		return o, false
 	}
 	w.done(t, ticket, outcome{class: ClassOK, status: status}, t0)
+	// The usage the client is told is the usage counted: read from the
+	// translated answer, so every provider is read the same way.
+	w.res.Usage, _ = ReadUsage(out)
 	w.rc.Response.SwapBody(out)
 	w.rc.SetStatusCode(status)
 	w.rc.SetContentType("application/json")

@@ -15,7 +15,7 @@ import (
 // of its own either.
 func TestWalkNonStreamAllocsZero(t *testing.T) {
 	h := newHarness(t)
-	h.constMock("a", []byte(`{"id":"a","object":"chat.completion","choices":[]}`))
+	h.constMock("a", []byte(`{"id":"a","object":"chat.completion","choices":[],"usage":{"prompt_tokens":8,"completion_tokens":5}}`))
 	ta := h.target("a", nil)
 	call := chatCall(false)
 	chain := []*Target{ta}
@@ -23,11 +23,14 @@ func TestWalkNonStreamAllocsZero(t *testing.T) {
 	rc.Request.Header.SetMethod("POST")
 	rc.Request.SetRequestURI("/v1/chat/completions")
 	rc.Response.Header.Set("X-Request-Id", "req-1")
+	// Trace context forwarded, usage read: still nothing allocated.
+	rc.Request.Header.Set("traceparent", goodParent)
+	rc.Request.Header.Set("tracestate", goodState)
 	deadline := time.Now().Add(time.Minute)
 	run := func() {
 		rc.Response.ResetBody() // the body buffer goes back to its pool, as between requests
-		if res := Walk(&rc, call, chain, deadline, nil); res.Status != 200 {
-			t.Fatalf("status %d", res.Status)
+		if res := Walk(&rc, call, chain, deadline, nil); res.Status != 200 || res.Usage.Prompt != 8 {
+			t.Fatalf("status %d usage %+v", res.Status, res.Usage)
 		}
 	}
 	for i := 0; i < 100; i++ {

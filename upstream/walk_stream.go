@@ -118,6 +118,9 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 			t.Breaker().Done(ticket, breakerClass, end)
 			t.Limiter().Release()
 			res.Class = class
+			if ur, ok := dec.(usageReporter); ok && class == ClassOK {
+				res.Usage = ur.Usage()
+			}
 			// The observer's own bug must not crash the process either.
 			defer func() {
 				if v := recover(); v != nil {

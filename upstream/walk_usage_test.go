@@ -1,0 +1,105 @@
+package upstream
+
+import (
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/config"
+)
+
+func endOf(t *testing.T, rec *recObserver) Result {
+	t.Helper()
+	select {
+	case r := <-rec.ends:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("stream did not end")
+	}
+	return Result{}
+}
+
+func TestWalkReportsUsage(t *testing.T) {
+	full := Usage{Prompt: 8, Completion: 5, HasPrompt: true, HasCompletion: true}
+	body := func(usage string) func(*fasthttp.RequestCtx, int) {
+		return status(200, `{"id":"x","choices":[{"message":{"content":"\"usage\":{\"prompt_tokens\":99}"}}]`+usage+`}`)
+	}
+	for name, tc := range map[string]struct {
+		handle func(*fasthttp.RequestCtx, int)
+		want   Usage
+	}{
+		"usage":    {body(`,"usage":{"prompt_tokens":8,"completion_tokens":5,"total_tokens":13}`), full},
+		"none":     {body(``), Usage{}},
+		"null":     {body(`,"usage":null`), Usage{}},
+		"nested":   {status(200, `{"choices":[{"usage":{"prompt_tokens":99,"completion_tokens":99}}]}`), Usage{}},
+		"failed":   {status(500, `{"error":{"message":"x"},"usage":{"prompt_tokens":8,"completion_tokens":5}}`), Usage{}},
+		"refusal":  {status(400, `{"error":{"message":"x"},"usage":{"prompt_tokens":8,"completion_tokens":5}}`), Usage{}},
+		"embedded": {status(200, `{"data":[{"embedding":[0.1]}],"usage":{"prompt_tokens":8,"total_tokens":8}}`), Usage{Prompt: 8, HasPrompt: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.mock("a", tc.handle)
+			_, res := h.walk(chatCall(false), []*Target{h.target("a", nil)}, 5*time.Second, nil)
+			if res.Usage != tc.want {
+				t.Fatalf("usage %+v, want %+v", res.Usage, tc.want)
+			}
+		})
+	}
+}
+
+func TestWalkReportsStreamUsage(t *testing.T) {
+	chunk := `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"\"usage\":{\"prompt_tokens\":99}"}}],"usage":null}` + "\n\n"
+	final := `data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":8,"completion_tokens":21,"total_tokens":29}}` + "\n\n"
+	done := "data: [DONE]\n\n"
+	for name, tc := range map[string]struct {
+		events []string
+		want   Usage
+	}{
+		"final usage chunk": {[]string{chunk, chunk, final, done}, Usage{Prompt: 8, Completion: 21, HasPrompt: true, HasCompletion: true}},
+		"running usage": {[]string{
+			`data: {"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":1}}` + "\n\n",
+			`data: {"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":2}}` + "\n\n", done,
+		}, Usage{Prompt: 8, Completion: 2, HasPrompt: true, HasCompletion: true}},
+		"no usage chunk": {[]string{chunk, chunk, done}, Usage{}},
+		"cut after usage": {[]string{chunk, final}, Usage{}}, // not a successful answer
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.mock("a", sse(0, tc.events...))
+			rec := newRec()
+			rc, res := h.walk(chatCall(true), []*Target{h.target("a", nil)}, 5*time.Second, rec)
+			if !res.Stream {
+				t.Fatalf("not committed: %d %s", res.Status, rc.Response.Body())
+			}
+			streamBody(t, rc)
+			if got := endOf(t, rec).Usage; got != tc.want {
+				t.Fatalf("usage %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Translated streams report the provider's usage whether or not the client
+// asked for the usage chunk.
+func TestWalkReportsTranslatedStreamUsage(t *testing.T) {
+	events := []string{
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"usage\":{\"input_tokens\":7,\"output_tokens\":1}}}\n\n",
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n",
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":12}}\n\n",
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+	}
+	h := newHarness(t)
+	h.mock("a", sse(0, events...))
+	tg := h.target("a", func(ct *config.Target) { ct.Provider, ct.BaseURL = config.ProviderAnthropic, "http://a" })
+	rec := newRec()
+	rc, res := h.walk(chatCall(true), []*Target{tg}, 5*time.Second, rec)
+	if !res.Stream {
+		t.Fatalf("not committed: %d %s", res.Status, rc.Response.Body())
+	}
+	streamBody(t, rc)
+	want := Usage{Prompt: 7, Completion: 12, HasPrompt: true, HasCompletion: true}
+	if got := endOf(t, rec).Usage; got != want {
+		t.Fatalf("usage %+v, want %+v", got, want)
+	}
+}
