@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/switchyard/switchyard/upstream"
 )
 
 // sample is one parsed line of the Prometheus text exposition format.
@@ -59,49 +61,117 @@ var metricNameRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 
 // parseExposition parses text strictly as the Prometheus text format 0.0.4:
 // valid metric and label names, label values with only the \\ \" \n
-// escapes, a float value, no duplicate series, and the lines of each
-// family (histogram _bucket/_sum/_count together) contiguous.
+// escapes, a float value, no duplicate series, the lines of each family
+// (histogram _bucket/_sum/_count together) contiguous, and every family
+// preceded by exactly one "# HELP name text" (text not empty) and one
+// "# TYPE name type" line (SPEC §6), whose type fits its samples' names.
 func parseExposition(t *testing.T, text []byte) []sample {
 	t.Helper()
+	out, err := parseExpositionErr(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var metricTypes = map[string]bool{"counter": true, "gauge": true, "histogram": true, "summary": true, "untyped": true}
+
+func parseExpositionErr(text []byte) ([]sample, error) {
 	if len(text) > 0 && text[len(text)-1] != '\n' {
-		t.Fatalf("exposition does not end with a newline")
+		return nil, fmt.Errorf("exposition does not end with a newline")
 	}
 	var out []sample
 	seen := map[string]int{}
 	familyDone := map[string]bool{}
+	help := map[string]bool{}
+	typ := map[string]string{}
+	sampled := map[string]bool{}
 	prevFamily := ""
 	for i, ln := range strings.Split(strings.TrimSuffix(string(text), "\n"), "\n") {
 		lineNo := i + 1
-		if ln == "" || strings.HasPrefix(ln, "#") {
+		if ln == "" {
+			continue
+		}
+		if strings.HasPrefix(ln, "#") {
+			f := strings.SplitN(ln, " ", 4)
+			if len(f) < 3 || f[0] != "#" || (f[1] != "HELP" && f[1] != "TYPE") {
+				continue // a plain comment
+			}
+			name := f[2]
+			if !metricNameRE.MatchString(name) {
+				return nil, fmt.Errorf("line %d %q: bad metric name", lineNo, ln)
+			}
+			if sampled[name] {
+				return nil, fmt.Errorf("line %d: %s metadata after its samples", lineNo, f[1])
+			}
+			switch f[1] {
+			case "HELP":
+				if help[name] {
+					return nil, fmt.Errorf("line %d: second HELP for %s", lineNo, name)
+				}
+				if len(f) < 4 || strings.TrimSpace(f[3]) == "" {
+					return nil, fmt.Errorf("line %d: HELP for %s has no text", lineNo, name)
+				}
+				help[name] = true
+			case "TYPE":
+				if typ[name] != "" {
+					return nil, fmt.Errorf("line %d: second TYPE for %s", lineNo, name)
+				}
+				if len(f) != 4 || !metricTypes[f[3]] {
+					return nil, fmt.Errorf("line %d %q: bad TYPE", lineNo, ln)
+				}
+				typ[name] = f[3]
+			}
 			continue
 		}
 		s, err := parseLine(ln)
 		if err != nil {
-			t.Fatalf("line %d %q: %v", lineNo, ln, err)
+			return nil, fmt.Errorf("line %d %q: %v", lineNo, ln, err)
 		}
 		s.line = lineNo
 		k := s.key()
 		if prev, dup := seen[k]; dup {
-			t.Fatalf("line %d: series %s already on line %d", lineNo, k, prev)
+			return nil, fmt.Errorf("line %d: series %s already on line %d", lineNo, k, prev)
 		}
 		seen[k] = lineNo
-		fam := familyOf(s.name)
+		fam := familyOfTyped(s.name, typ)
+		if typ[fam] == "" || !help[fam] {
+			return nil, fmt.Errorf("line %d: %s has no TYPE and HELP before it", lineNo, s.name)
+		}
+		sampled[fam] = true
 		if fam != prevFamily {
 			if familyDone[fam] {
-				t.Fatalf("line %d: family %s is not contiguous", lineNo, fam)
+				return nil, fmt.Errorf("line %d: family %s is not contiguous", lineNo, fam)
 			}
 			familyDone[prevFamily] = true
 			prevFamily = fam
 		}
 		out = append(out, s)
 	}
-	return out
+	return out, nil
 }
 
-func familyOf(name string) string {
+// familyOfTyped returns the family a sample name belongs to given the
+// declared types: the name itself when typed as a counter, gauge or
+// untyped (or a summary's quantile), else the histogram or summary whose
+// _bucket/_sum/_count it is.
+func familyOfTyped(name string, typ map[string]string) string {
+	switch typ[name] {
+	case "counter", "gauge", "untyped", "summary":
+		return name
+	}
 	for _, suf := range []string{"_bucket", "_sum", "_count"} {
-		if strings.HasSuffix(name, suf) {
-			return strings.TrimSuffix(name, suf)
+		base, ok := strings.CutSuffix(name, suf)
+		if !ok {
+			continue
+		}
+		switch typ[base] {
+		case "histogram":
+			return base
+		case "summary":
+			if suf != "_bucket" {
+				return base
+			}
 		}
 	}
 	return name
@@ -262,5 +332,55 @@ func TestParseLineRejectsMalformed(t *testing.T) {
 	}
 	if s.labels["a"] != "x\"y\\z\n" || s.labels["b"] != "2" || s.value != 3.5 {
 		t.Fatalf("parsed %+v", s)
+	}
+}
+
+func TestParseExpositionRequiresMetadata(t *testing.T) {
+	ok := "# HELP a_total A.\n# TYPE a_total counter\na_total 1\n" +
+		"# HELP h H.\n# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n"
+	if _, err := parseExpositionErr([]byte(ok)); err != nil {
+		t.Fatalf("refused a good exposition: %v", err)
+	}
+	for name, text := range map[string]string{
+		"no metadata":     "a_total 1\n",
+		"no TYPE":         "# HELP a_total A.\na_total 1\n",
+		"no HELP":         "# TYPE a_total counter\na_total 1\n",
+		"empty HELP":      "# HELP a_total\n# TYPE a_total counter\na_total 1\n",
+		"bad TYPE":        "# HELP a_total A.\n# TYPE a_total countr\na_total 1\n",
+		"TYPE after":      "# HELP a_total A.\na_total 1\n# TYPE a_total counter\n",
+		"second TYPE":     "# HELP a A.\n# TYPE a gauge\n# TYPE a counter\na 1\n",
+		"bucket of gauge": "# HELP h H.\n# TYPE h gauge\nh_bucket{le=\"1\"} 1\n",
+	} {
+		if _, err := parseExpositionErr([]byte(text)); err == nil {
+			t.Errorf("%s: accepted %q", name, text)
+		}
+	}
+}
+
+// Every family of a full scrape (switchyard's, the process's and the Go
+// runtime's) has its HELP and TYPE lines and the whole parses strictly.
+func TestScrapeHasHelpAndTypeForEveryFamily(t *testing.T) {
+	m := NewMetrics() // with the process and Go runtime series
+	m.Loaded("0123456789abcdef", m.now())
+	m.Reload(ReloadSuccess, "0123456789abcdef", m.now())
+	m.Finished(&Entry{Status: 200, Target: "a", Key: "k", Usage: upstream.Usage{Prompt: 1, HasPrompt: true}})
+	m.Attempt(nil, upstream.ClassOK, 200, 0)
+	m.Panic()
+	text := scrape(t, m)
+	samples := parseExposition(t, text)
+	fams := map[string]bool{}
+	for _, ln := range strings.Split(string(text), "\n") {
+		if f := strings.Fields(ln); len(f) >= 4 && f[1] == "TYPE" {
+			fams[f[2]] = true
+		}
+	}
+	for _, want := range []string{famRequests, famKeyRequests, famTokens, famPanics, famReloads, famReloadOK,
+		famReloadTS, famInfo, "process_cpu_seconds_total", "go_goroutines", "go_gc_duration_seconds"} {
+		if !fams[want] {
+			t.Errorf("no TYPE line for %s", want)
+		}
+	}
+	if len(samples) < 20 {
+		t.Fatalf("only %d samples", len(samples))
 	}
 }

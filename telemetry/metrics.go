@@ -11,6 +11,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"io"
 	"strconv"
 	"sync"
@@ -125,6 +126,9 @@ type Metrics struct {
 // NewMetrics returns a Metrics with its own series set, no targets and no
 // config loaded yet.
 func NewMetrics() *Metrics {
+	// The library's switch is global; every exposition of this process
+	// carries # HELP and # TYPE lines.
+	metrics.ExposeMetadata(true)
 	m := &Metrics{set: metrics.NewSet(), now: time.Now, process: true}
 	m.keys.mu = &m.keysMu
 	empty := map[string]*targetSeries{}
@@ -223,18 +227,21 @@ func (m *Metrics) Handler(rc *fasthttp.RequestCtx) {
 }
 
 // WritePrometheus writes every series to w in the Prometheus text
-// exposition format: counters and histograms, then the gauges computed now
+// exposition format, each family preceded by its # HELP and # TYPE lines
+// (SPEC §6): counters and histograms, then the gauges computed now
 // from the current targets and config state, then process and Go runtime
 // series (go_memstats_mallocs_total among them).
 func (m *Metrics) WritePrometheus(w io.Writer) {
-	m.set.WritePrometheus(w)
-	b := m.appendTargetGauges(nil, m.now())
+	var buf bytes.Buffer
+	m.set.WritePrometheus(&buf)
+	b := m.appendTargetGauges(buf.Bytes(), m.now())
 	b = m.appendConfigGauges(b)
-	_, _ = w.Write(b)
+	buf = *bytes.NewBuffer(b)
 	if m.process {
-		metrics.WriteProcessMetrics(w)
-		metrics.WriteFDMetrics(w)
+		metrics.WriteProcessMetrics(&buf)
+		metrics.WriteFDMetrics(&buf)
 	}
+	writeWithHelp(w, buf.Bytes())
 }
 
 // Breaker state values of switchyard_circuit_state.
@@ -263,6 +270,7 @@ func (m *Metrics) appendTargetGauges(b []byte, now time.Time) []byte {
 		return b
 	}
 	gauge := func(b []byte, family string, value func(t *upstream.Target) uint64) []byte {
+		b = appendMetadata(b, family, "gauge")
 		for _, t := range ts {
 			b = append(b, family...)
 			b = append(b, `{target=`...)

@@ -88,16 +88,19 @@ func (m *Metrics) appendConfigGauges(b []byte) []byte {
 		return b
 	}
 	if c.hash != "" {
+		b = appendMetadata(b, famInfo, "gauge")
 		b = append(b, famInfo+`{hash=`...)
 		b = appendLabelValue(b, c.hash)
 		b = append(b, "} 1\n"...)
 	}
+	b = appendMetadata(b, famReloadOK, "gauge")
 	b = append(b, famReloadOK+" "...)
 	if c.lastOK {
 		b = append(b, "1\n"...)
 	} else {
 		b = append(b, "0\n"...)
 	}
+	b = appendMetadata(b, famReloadTS, "gauge")
 	b = append(b, famReloadTS+" "...)
 	b = strconv.AppendFloat(b, float64(c.lastAt.UnixMilli())/1e3, 'f', -1, 64)
 	return append(b, '\n')

@@ -164,6 +164,9 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 		"RequestID []uint8", "Surface router.Surface", "Model []uint8", "Rule int", "Walked []string",
 		"Target string", "Attempts int", "Status int", "Latency time.Duration", "TTFB time.Duration",
 		"Stream bool", "Class upstream.Class",
+		// The key's name (never the key), token counts, and the trace id
+		// (validated hex from the client's traceparent).
+		"Key string", "Usage upstream.Usage", "TraceID []uint8",
 	}
 	typ := reflect.TypeFor[Entry]()
 	var got []string
