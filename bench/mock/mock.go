@@ -235,7 +235,10 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	}
 	if stream {
 		s.stats.streams.Add(1)
-		s.stream(ctx, surface, string(model), time.Duration(s.latency.Load()), nil)
+		r := s.stream(ctx, surface, string(model), time.Duration(s.latency.Load()), nil)
+		// As OpenAI: a final chunk with empty choices carries the usage
+		// when the client asked for it.
+		r.usage = v.GetBool("stream_options", "include_usage")
 		return
 	}
 	s.sleep()

@@ -72,7 +72,7 @@ func (s *Server) appendCompletion(dst []byte, id uint64, model []byte) []byte {
 }
 
 func (s *Server) appendUsage(dst []byte) []byte {
-	completion := len(s.content)/4 + 1
+	_, completion := s.UsageFigures()
 	dst = append(dst, `"usage":{"prompt_tokens":8,"completion_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(completion), 10)
 	dst = append(dst, `,"total_tokens":`...)
@@ -151,7 +151,7 @@ func appendModels(dst []byte, o Options) []byte {
 // "data: [DONE]". When cut is non-nil the stream instead stops after
 // cut.After events: with cut.abort the body is broken off (the client sees a
 // transport error mid-body), otherwise an error event ends it without [DONE].
-func (s *Server) stream(ctx *fasthttp.RequestCtx, surface int, model string, delay time.Duration, cut *injection) {
+func (s *Server) stream(ctx *fasthttp.RequestCtx, surface int, model string, delay time.Duration, cut *injection) *eventReader {
 	r := &eventReader{
 		s: s, surface: surface, model: model, delay: delay, cut: cut,
 		id: s.seq.Add(1), created: time.Now().Unix(), after: -1,
@@ -166,6 +166,7 @@ func (s *Server) stream(ctx *fasthttp.RequestCtx, surface int, model string, del
 	// flushes) one chunk per Read, so each event leaves at once, and a Read
 	// error breaks the chunked body off the way a dying upstream would.
 	ctx.Response.SetBodyStream(r, -1)
+	return r
 }
 
 // errCut is the read error that breaks a stream off (KindCut).
@@ -186,6 +187,9 @@ type eventReader struct {
 	done    bool
 	buf     *bytebufferpool.ByteBuffer
 	off     int // unread offset in buf
+	// usage: send a final usage chunk (choices empty) before [DONE], as
+	// OpenAI does for stream_options.include_usage; usageSent once it went.
+	usage, usageSent bool
 }
 
 func (r *eventReader) Read(p []byte) (int, error) {
@@ -215,6 +219,10 @@ func (r *eventReader) Read(p []byte) (int, error) {
 		r.buf.B = appendErrorBody(r.buf.B, r.cut.Status, r.cut.Code, r.cut.message(r.s.opts.Name))
 		r.buf.B = append(r.buf.B, "\n\n"...)
 		r.done = true
+	case i == events && r.usage && !r.usageSent:
+		r.buf.B = r.s.appendUsageChunk(r.buf.B[:0], r.surface, r.id, r.created, r.model)
+		r.usageSent = true
+		r.next-- // [DONE] comes next
 	case i == events:
 		r.buf.B = append(r.buf.B[:0], "data: [DONE]\n\n"...)
 		r.done = true
@@ -281,6 +289,33 @@ func (s *Server) appendChunk(dst []byte, surface int, id uint64, created int64, 
 	}
 	return append(dst, "}]}\n\n"...)
 }
+
+// appendUsageChunk appends the final usage chunk of a stream: no choices,
+// the usage of the whole answer (appendUsage's figures).
+func (s *Server) appendUsageChunk(dst []byte, surface int, id uint64, created int64, model string) []byte {
+	dst = append(dst, "data: "...)
+	if surface == surfCompletions {
+		dst = append(dst, `{"id":"cmpl-mock-`...)
+	} else {
+		dst = append(dst, `{"id":"chatcmpl-mock-`...)
+	}
+	dst = strconv.AppendUint(dst, id, 10)
+	if surface == surfCompletions {
+		dst = append(dst, `","object":"text_completion","created":`...)
+	} else {
+		dst = append(dst, `","object":"chat.completion.chunk","created":`...)
+	}
+	dst = strconv.AppendInt(dst, created, 10)
+	dst = append(dst, `,"model":`...)
+	dst = upstream.AppendJSONString(dst, model)
+	dst = append(dst, `,"choices":[],`...)
+	dst = s.appendUsage(dst)
+	return append(dst, "\n\n"...)
+}
+
+// UsageFigures returns the prompt and completion tokens the mock reports for
+// each chat or completions answer (and a stream's usage chunk).
+func (s *Server) UsageFigures() (prompt, completion int) { return 8, len(s.content)/4 + 1 }
 
 // writeError writes an OpenAI error envelope with status.
 func writeError(ctx *fasthttp.RequestCtx, status int, typ, code, message string) {
