@@ -32,7 +32,8 @@ const maxUsageCandidates = 4
 
 // ReadUsage returns the top-level "usage" object of the JSON object body
 // (an OpenAI-shaped answer or one SSE chunk): prompt_tokens (or
-// input_tokens) and completion_tokens (or output_tokens). It does not parse
+// input_tokens, plus Anthropic's cache_creation_input_tokens and
+// cache_read_input_tokens) and completion_tokens (or output_tokens). It does not parse
 // the body: it finds the last `"usage"` from the end, proves it is a key of
 // the outermost object by scanning whichever side of it is shorter, and
 // reads only that object. ok is false when there is none, when it is null,
@@ -193,6 +194,10 @@ func (s *scanner) usageValue() (u Usage, ok, valid bool) {
 		return Usage{}, false, s.value(0)
 	}
 	sure := true
+	// Anthropic's input_tokens leaves out the cache's: its prompt is the
+	// sum of the three (OpenAI's prompt_tokens already includes cached).
+	var cacheWrite, cacheRead int64
+	var hasCacheWrite, hasCacheRead bool
 	s.ws()
 	if s.eat('}') {
 		return Usage{}, false, true
@@ -216,6 +221,10 @@ func (s *scanner) usageValue() (u Usage, ok, valid bool) {
 			dst, has = &u.Prompt, &u.HasPrompt
 		case "completion_tokens", "output_tokens":
 			dst, has = &u.Completion, &u.HasCompletion
+		case "cache_creation_input_tokens":
+			dst, has = &cacheWrite, &hasCacheWrite
+		case "cache_read_input_tokens":
+			dst, has = &cacheRead, &hasCacheRead
 		}
 		switch {
 		case dst == nil:
@@ -246,6 +255,9 @@ func (s *scanner) usageValue() (u Usage, ok, valid bool) {
 		}
 		if !sure {
 			return Usage{}, false, true
+		}
+		if u.HasPrompt {
+			u.Prompt += cacheWrite + cacheRead
 		}
 		return u, u.Known(), true
 	}

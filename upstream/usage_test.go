@@ -23,6 +23,9 @@ func TestReadUsage(t *testing.T) {
 		{"responses naming", `{"id":"r","usage":{"input_tokens":3,"output_tokens":4,"output_tokens_details":{"reasoning_tokens":1}},"user":null}`, full(3, 4)},
 		{"details skipped", `{"usage":{"prompt_tokens":8,"prompt_tokens_details":{"cached_tokens":2,"prompt_tokens":99},"completion_tokens":1}}`, full(8, 1)},
 		{"usage first", `{"usage":{"prompt_tokens":1,"completion_tokens":2},"data":[` + strings.Repeat(`0.5,`, 1000) + `1]}`, full(1, 2)},
+		{"anthropic cache", `{"type":"message","usage":{"input_tokens":3,"cache_creation_input_tokens":10,"cache_read_input_tokens":20,"output_tokens":4}}`, full(33, 4)},
+		{"cache without prompt", `{"usage":{"cache_read_input_tokens":20,"output_tokens":4}}`, Usage{Completion: 4, HasCompletion: true}},
+		{"duplicate cache", `{"usage":{"input_tokens":3,"cache_read_input_tokens":20,"cache_read_input_tokens":20}}`, none},
 		{"zero", `{"usage":{"prompt_tokens":0,"completion_tokens":0}}`, full(0, 0)},
 		{"null count", `{"usage":{"prompt_tokens":8,"completion_tokens":null}}`, Usage{Prompt: 8, HasPrompt: true}},
 

@@ -61,7 +61,7 @@ func TestWalkReportsStreamUsage(t *testing.T) {
 			`data: {"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":1}}` + "\n\n",
 			`data: {"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":2}}` + "\n\n", done,
 		}, Usage{Prompt: 8, Completion: 2, HasPrompt: true, HasCompletion: true}},
-		"no usage chunk": {[]string{chunk, chunk, done}, Usage{}},
+		"no usage chunk":  {[]string{chunk, chunk, done}, Usage{}},
 		"cut after usage": {[]string{chunk, final}, Usage{}}, // not a successful answer
 	} {
 		t.Run(name, func(t *testing.T) {
