@@ -216,4 +216,17 @@ func TestTraceContextCrosses(t *testing.T) {
 	if _, ok := e.lastAccessLine(t)["trace_id"]; ok {
 		t.Fatal("trace_id logged for a malformed traceparent")
 	}
+
+	// A request refused before routing is logged with its trace id too.
+	req, _ = http.NewRequest("POST", e.base+"/v1/nowhere", strings.NewReader(`{}`))
+	req.Header.Set("traceparent", parent)
+	resp, err = e.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body) //nolint:errcheck
+	resp.Body.Close()
+	if line := e.lastAccessLine(t); resp.StatusCode != 404 || line["trace_id"] != "0af7651916cd43dd8448eb211c80319c" {
+		t.Fatalf("status %d, access line %v", resp.StatusCode, line)
+	}
 }

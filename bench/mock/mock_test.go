@@ -366,3 +366,27 @@ func TestLatency(t *testing.T) {
 		t.Fatalf("reset restored %v", got)
 	}
 }
+
+// With stream_options.include_usage a final chunk with no choices carries
+// the answer's usage, as OpenAI sends it; without, no chunk has usage.
+func TestChatCompletionStreamUsageChunk(t *testing.T) {
+	s := startMock(t, Options{Name: "beta", StreamEvents: 3, ResponseBytes: 50})
+	r := do(t, s, "POST", "/v1/chat/completions", `{"model":"m1","stream":true,"stream_options":{"include_usage":true}}`)
+	evs := sseEvents(t, r.body)
+	if len(evs) != 5 || evs[4] != "[DONE]" {
+		t.Fatalf("want 3 chunks, the usage chunk and [DONE], got %q", evs)
+	}
+	m := decode(t, []byte(evs[3]))
+	prompt, completion := s.UsageFigures()
+	u, _ := m["usage"].(map[string]any)
+	if len(m["choices"].([]any)) != 0 || u["prompt_tokens"] != float64(prompt) || u["completion_tokens"] != float64(completion) ||
+		u["total_tokens"] != float64(prompt+completion) {
+		t.Fatalf("usage chunk %s", evs[3])
+	}
+	r = do(t, s, "POST", "/v1/chat/completions", `{"model":"m1","stream":true}`)
+	for _, e := range sseEvents(t, r.body) {
+		if strings.Contains(e, "usage") {
+			t.Fatalf("usage without include_usage: %s", e)
+		}
+	}
+}
