@@ -3,9 +3,10 @@
 // request access log (AccessLog) and the process logger (NewLogger). Every
 // series name, type and label is documented in METRICS.md.
 //
-// Label values come only from the configuration (target names) or bounded
-// enums (surfaces, HTTP status codes, outcome classes, reload results),
-// never from request input such as the model or the user. Nothing here
+// Label values come only from the configuration (target names, client key
+// names) or bounded enums (surfaces, HTTP status codes, outcome classes,
+// reload results, token kinds), never from request input such as the model
+// or the user. Nothing here
 // reads headers or bodies, so no credential can reach a metric or a log
 // line. The package never imports hotpath.
 package telemetry
