@@ -111,8 +111,8 @@ func (NopObserver) StreamEnd(Result, time.Duration) {}
 //
 // The client's X-Request-Id (or the one the hot path already put on the
 // response) and valid W3C traceparent/tracestate are forwarded; no other
-// client header is, so the client's
-// Authorization and X-Gateway-Metadata never reach an upstream. Every
+// client header is, so the client's Authorization and X-Gateway-Metadata
+// never reach an upstream. Every
 // attempt asks for Accept-Encoding: identity (bodies are relayed as is).
 //
 // For call.Stream, the first event is read before anything is written to
