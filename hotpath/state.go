@@ -33,6 +33,9 @@ type State struct {
 	// when zero (a Config built by hand rather than loaded).
 	maxRequestBytes int
 	requestTimeout  time.Duration
+	// allowedHosts and allowedOrigins are Config.Server.AllowedHosts and
+	// AllowedOrigins (lowercase, as loaded); see screen.
+	allowedHosts, allowedOrigins []string
 }
 
 // Build compiles cfg into a State. Runtime targets come from pool, so
@@ -53,6 +56,8 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 		Router:          snap,
 		Targets:         make([]*upstream.Target, len(cfg.Targets)),
 		maxRequestBytes: cfg.Server.MaxRequestBytes,
+		allowedHosts:    cfg.Server.AllowedHosts,
+		allowedOrigins:  cfg.Server.AllowedOrigins,
 	}
 	if st.maxRequestBytes <= 0 {
 		st.maxRequestBytes = config.DefaultMaxRequestBytes
