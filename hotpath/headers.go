@@ -17,48 +17,49 @@ import "bytes"
 // returns it. The zero value is done; set raw to start.
 type fieldLines struct{ raw []byte }
 
-// next returns the next field line: its name as sent and its value without
-// the surrounding whitespace. A continuation line (obsolete line folding,
-// RFC 9112 §5.2) comes back with folded set and a nil name. ok is false at
-// the end of the section.
-func (s *fieldLines) next() (name, value []byte, folded, ok bool) {
-	for len(s.raw) > 0 {
-		var line []byte
-		if i := bytes.IndexByte(s.raw, '\n'); i >= 0 {
-			line, s.raw = s.raw[:i], s.raw[i+1:]
-		} else {
-			line, s.raw = s.raw, nil
-		}
-		if n := len(line); n > 0 && line[n-1] == '\r' {
-			line = line[:n-1]
-		}
-		if len(line) == 0 {
-			break // the empty line that ends the section
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return nil, trimOWS(line), true, true
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon < 0 {
-			continue // fasthttp refuses such a head before the handler runs
-		}
-		return line[:colon], trimOWS(line[colon+1:]), false, true
+// next returns the next field line without its line ending; ok is false at
+// the end of the section. A line that starts with a space or a tab is a
+// continuation (obsolete line folding, RFC 9112 §5.2).
+func (s *fieldLines) next() (line []byte, ok bool) {
+	if len(s.raw) == 0 {
+		return nil, false
 	}
-	s.raw = nil
-	return nil, nil, false, false
+	if i := bytes.IndexByte(s.raw, '\n'); i >= 0 {
+		line, s.raw = s.raw[:i], s.raw[i+1:]
+	} else {
+		line, s.raw = s.raw, nil
+	}
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	if len(line) == 0 {
+		s.raw = nil // the empty line that ends the section
+		return nil, false
+	}
+	return line, true
 }
 
-// headerField returns the value of the first field called name (compared
-// case-insensitively; name is lowercase) in the header section raw, and
-// how many fields of that name it holds.
+// fieldValue returns the value of line, without the whitespace around it,
+// when line is a field called name (lowercase; compared ignoring case).
+// fasthttp refuses a head with whitespace before a colon, so the name is
+// exactly the bytes before the first colon.
+func fieldValue(line []byte, name string) ([]byte, bool) {
+	if len(line) <= len(name) || line[len(name)] != ':' || !equalFoldLower(line[:len(name)], name) {
+		return nil, false
+	}
+	return trimOWS(line[len(name)+1:]), true
+}
+
+// headerField returns the value of the first field called name (lowercase)
+// in the header section raw, and how many fields of that name it holds.
 func headerField(raw []byte, name string) (value []byte, n int) {
 	s := fieldLines{raw: raw}
 	for {
-		k, v, _, ok := s.next()
+		line, ok := s.next()
 		if !ok {
 			return value, n
 		}
-		if equalFoldLower(k, name) {
+		if v, ok := fieldValue(line, name); ok {
 			if n == 0 {
 				value = v
 			}

@@ -3,9 +3,11 @@ package hotpath
 import (
 	"bufio"
 	"bytes"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -28,3 +30,18 @@ func parseRequest(t testing.TB, req *fasthttp.Request, path, headers string, bod
 	req.Reset()
 	return req.Read(bufio.NewReader(&raw))
 }
+
+// loopbackConnStub is a net.Conn accepted on 127.0.0.1 that carries nothing:
+// enough for a RequestCtx the handler serves without a server.
+type loopbackConnStub struct{ net.Conn }
+
+var stubLocal = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+
+func (loopbackConnStub) LocalAddr() net.Addr              { return stubLocal }
+func (loopbackConnStub) RemoteAddr() net.Addr             { return stubLocal }
+func (loopbackConnStub) SetWriteDeadline(time.Time) error { return nil }
+func (loopbackConnStub) SetReadDeadline(time.Time) error  { return nil }
+func (loopbackConnStub) SetDeadline(time.Time) error      { return nil }
+func (loopbackConnStub) Close() error                     { return nil }
+func (loopbackConnStub) Write(b []byte) (int, error)      { return len(b), nil }
+func (loopbackConnStub) Read([]byte) (int, error)         { return 0, net.ErrClosed }

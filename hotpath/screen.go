@@ -48,25 +48,31 @@ func screen(rc *fasthttp.RequestCtx, st *State) refusal {
 	nOrigin, nTE, nCL := 0, 0, 0
 	s := fieldLines{raw: rc.Request.Header.RawHeaders()}
 	for {
-		name, value, folded, ok := s.next()
+		line, ok := s.next()
 		if !ok {
 			break
 		}
-		if folded {
+		if line[0] == ' ' || line[0] == '\t' {
 			return refusedFolding
 		}
-		switch {
-		case equalFoldLower(name, "transfer-encoding"):
+		switch line[0] | 0x20 { // a cheap first look: most fields are none of these
+		case 't':
 			// fasthttp refuses a repeated field and any coding but
 			// chunked and identity; identity is refused here.
-			if nTE++; !equalFoldLower(value, "chunked") {
-				return refusedTransferEncoding
+			if v, ok := fieldValue(line, "transfer-encoding"); ok {
+				if nTE++; !equalFoldLower(v, "chunked") {
+					return refusedTransferEncoding
+				}
 			}
-		case equalFoldLower(name, "content-length"):
-			nCL++
-		case equalFoldLower(name, "origin"):
-			if nOrigin++; nOrigin == 1 {
-				origin = value
+		case 'c':
+			if _, ok := fieldValue(line, "content-length"); ok {
+				nCL++
+			}
+		case 'o':
+			if v, ok := fieldValue(line, "origin"); ok {
+				if nOrigin++; nOrigin == 1 {
+					origin = v
+				}
 			}
 		}
 	}

@@ -13,21 +13,6 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// loopbackConn is a net.Conn accepted on 127.0.0.1 that carries nothing:
-// enough for a RequestCtx the handler serves without a server.
-type loopbackConnStub struct{ net.Conn }
-
-var stubLocal = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-
-func (loopbackConnStub) LocalAddr() net.Addr              { return stubLocal }
-func (loopbackConnStub) RemoteAddr() net.Addr             { return stubLocal }
-func (loopbackConnStub) SetWriteDeadline(time.Time) error { return nil }
-func (loopbackConnStub) SetReadDeadline(time.Time) error  { return nil }
-func (loopbackConnStub) SetDeadline(time.Time) error      { return nil }
-func (loopbackConnStub) Close() error                     { return nil }
-func (loopbackConnStub) Write(b []byte) (int, error)      { return len(b), nil }
-func (loopbackConnStub) Read([]byte) (int, error)         { return 0, net.ErrClosed }
-
 // TestScreenedRequestAllocatesNothing covers a whole proxied request
 // through Gateway.Handler on a loopback connection with every screen check
 // at work: the header section scan (Transfer-Encoding, Content-Length,
