@@ -88,14 +88,18 @@ type soakLedger struct {
 }
 
 // saw records that target got the request with X-Request-Id id, whose
-// middle part names the targets its rule allows ("soak-ab-17").
-func (l *soakLedger) saw(target, id string) {
+// middle part names the targets its rule allows ("soak-ab-17"), carrying
+// the credential auth (which must be the target's own).
+func (l *soakLedger) saw(target, id, auth string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls[target]++
 	parts := strings.Split(id, "-")
 	if len(parts) != 3 || parts[0] != "soak" || !strings.Contains(parts[1], target) {
 		l.violations = append(l.violations, target+" got "+strconv.Quote(id))
+	}
+	if auth != "Bearer key-"+target {
+		l.violations = append(l.violations, target+" got "+strconv.Quote(id)+" with another credential")
 	}
 }
 
@@ -116,7 +120,7 @@ func startSoakMock(t *testing.T, name string, l *soakLedger) *soakMock {
 	s := &soakMock{m: mock.New(mock.Options{Name: name, APIKey: "key-" + name, StreamEvents: 6}),
 		url: "http://" + ln.Addr().String() + "/v1"}
 	s.srv = &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
-		l.saw(name, string(ctx.Request.Header.Peek("X-Request-Id")))
+		l.saw(name, string(ctx.Request.Header.Peek("X-Request-Id")), string(ctx.Request.Header.Peek("Authorization")))
 		s.m.Handler(ctx)
 	}, Logger: quietFastLogger{}}
 	go func() { _ = s.srv.Serve(ln) }()
@@ -163,7 +167,7 @@ func chaosServer(l *soakLedger) *httptest.Server {
 			`","choices":[{"index":0,"delta":{"content":"` + text + `"},"finish_reason":null}]}` + "\n\n"
 	}
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		l.saw("c", r.Header.Get("X-Request-Id"))
+		l.saw("c", r.Header.Get("X-Request-Id"), r.Header.Get("Authorization"))
 		body, _ := io.ReadAll(r.Body)
 		var req struct {
 			Model  string `json:"model"`
@@ -256,8 +260,10 @@ func (s *soakTally) fail(format string, args ...any) {
 	s.mu.Unlock()
 }
 
-// checkAnswer judges one complete answer of the gateway.
-func checkAnswer(tally *soakTally, id string, stream bool, status int, ctype string, body []byte) {
+// checkAnswer judges one complete answer of the gateway to a request for
+// model (every upstream echoes the model it was asked for, so another
+// request's answer shows).
+func checkAnswer(tally *soakTally, id, model string, stream bool, status int, ctype string, body []byte) {
 	switch status {
 	case 200:
 	case 429, 502, 503, 504:
@@ -280,10 +286,15 @@ func checkAnswer(tally *soakTally, id string, stream bool, status int, ctype str
 			return
 		}
 		var v struct {
+			Model   string            `json:"model"`
 			Choices []json.RawMessage `json:"choices"`
 		}
 		if err := json.Unmarshal(body, &v); err != nil || len(v.Choices) == 0 {
 			tally.fail("%s: 200 with an incomplete completion: %q", id, body)
+			return
+		}
+		if v.Model != model {
+			tally.fail("%s: asked for %s, answered for %s: %q", id, model, v.Model, body)
 			return
 		}
 		tally.add("200")
@@ -301,6 +312,8 @@ func checkAnswer(tally *soakTally, id string, stream bool, status int, ctype str
 		}
 	}
 	switch {
+	case !strings.Contains(string(body), `"model":"`+model+`"`) && !strings.HasPrefix(last, `{"error":`):
+		tally.fail("%s: a stream for %s that never names it: %q", id, model, body)
 	case last == "[DONE]":
 		tally.add("stream done")
 	case strings.HasPrefix(last, `{"error":`) && json.Valid([]byte(last)) && !strings.Contains(string(body), "data: [DONE]"):
@@ -407,12 +420,12 @@ func TestSoakFaultInjection(t *testing.T) {
 		}
 	}()
 
-	request := func(stream bool) (id string, body []byte, meta string) {
+	request := func(stream bool) (id string, body []byte, meta, model string) {
 		r := soakRoutes[rand.IntN(len(soakRoutes))]
 		id = fmt.Sprintf("soak-%s-%d", r.chain, seq.Add(1))
 		body, _ = json.Marshal(map[string]any{"model": r.model, "stream": stream,
 			"messages": []map[string]string{{"role": "user", "content": "hi"}}})
-		return id, body, r.metadata
+		return id, body, r.metadata, r.model
 	}
 	// Plain and streaming clients: every answer must be complete.
 	caller := func(stream bool) {
@@ -423,7 +436,7 @@ func TestSoakFaultInjection(t *testing.T) {
 				return
 			default:
 			}
-			id, body, meta := request(stream)
+			id, body, meta, model := request(stream)
 			req, _ := http.NewRequest("POST", base+"/v1/chat/completions", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-Request-Id", id)
@@ -441,7 +454,7 @@ func TestSoakFaultInjection(t *testing.T) {
 				tally.fail("%s: reading the answer: %v (got %q)", id, err, got)
 				continue
 			}
-			checkAnswer(tally, id, stream, resp.StatusCode, resp.Header.Get("Content-Type"), got)
+			checkAnswer(tally, id, model, stream, resp.StatusCode, resp.Header.Get("Content-Type"), got)
 			if resp.StatusCode != 200 {
 				time.Sleep(5 * time.Millisecond) // fast refusals would only spin the CPU
 			}
@@ -461,7 +474,7 @@ func TestSoakFaultInjection(t *testing.T) {
 				return
 			default:
 			}
-			id, body, meta := request(rand.IntN(2) == 0)
+			id, body, meta, _ := request(rand.IntN(2) == 0)
 			conn, err := net.DialTimeout("tcp4", addr, 2*time.Second)
 			if err != nil {
 				tally.fail("%s: dial: %v", id, err)
