@@ -97,6 +97,8 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	//
 	// Routes are matched on the path as sent, not as fasthttp decodes and
 	// normalizes it: /v1/images%2Fgenerations is not the images surface.
+	// The head is screened (framing, Host, Origin: see screen) before
+	// anything else reads it.
 	st := g.Load() // once: the whole request runs on this config
 	r := routeOf(rc.URI().PathOriginal())
 	if why := screen(rc, st); why != refusedNone {
