@@ -1,6 +1,7 @@
 package hotpath
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,6 +58,27 @@ func TestScreenRefusalIsRecorded(t *testing.T) {
 	}
 	if r := tg.do("GET", "/healthz", "", "Host", "rebind.evil.example"); r.Status != 200 {
 		t.Errorf("in-memory listener, foreign Host: %d", r.Status)
+	}
+	noCalls(t, a, b, c)
+}
+
+// Trailer fields are refused whether the server streams the body (the
+// default) or reads it before the handler (reduce_memory_usage), and the
+// metadata is read from the header section in both.
+func TestTrailerRefusedInBothBodyModes(t *testing.T) {
+	a, b, c := threeMocks(t)
+	body := `{"model":"gpt-4o","messages":[]}`
+	for _, reduce := range []bool{false, true} {
+		cfg := baseConfig
+		if reduce {
+			cfg = strings.Replace(baseConfig, "server:\n", "server:\n  reduce_memory_usage: true\n", 1)
+		}
+		tg := startGateway(t, cfg, a, b, c)
+		resp := rawExchange(t, tg, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
+			"Transfer-Encoding: chunked\r\n\r\n"+strconv.FormatInt(int64(len(body)), 16)+"\r\n"+body+"\r\n0\r\nX-Gateway-Metadata: {}\r\n\r\n")
+		if resp.StatusCode() != 400 || !strings.Contains(string(resp.Body()), "trailer fields are not accepted") || !resp.ConnectionClose() {
+			t.Errorf("reduce_memory_usage %v: %d close=%v %s", reduce, resp.StatusCode(), resp.ConnectionClose(), resp.Body())
+		}
 	}
 	noCalls(t, a, b, c)
 }
