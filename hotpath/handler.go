@@ -76,6 +76,15 @@ func (r route) surface() (s router.Surface, ok bool) {
 	return 0, false
 }
 
+// recordSurface is the surface a Finished record names for route r:
+// telemetry.SurfaceNone off the API paths.
+func (r route) recordSurface() router.Surface {
+	if s, ok := r.surface(); ok {
+		return s
+	}
+	return telemetry.SurfaceNone
+}
+
 // Handler serves one request: it is the fasthttp.RequestHandler of the
 // gateway. Safe for concurrent use. A panic while serving (a bug) is
 // recovered and answered 500 internal_error; see Gateway.Panicked.

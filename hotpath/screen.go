@@ -229,16 +229,11 @@ func originAllowed(origin []byte, st *State) bool {
 // request's time.
 func (g *Gateway) refuse(rc *fasthttp.RequestCtx, r route, why refusal, latencyKnown bool) {
 	writeRefusal(rc, why)
-	if g.Finished == nil {
-		return
-	}
-	s := telemetry.SurfaceNone
-	if as, ok := r.surface(); ok {
-		s = as
-	}
-	if latencyKnown {
-		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
-	} else {
-		g.finishRefused(rc, s, telemetry.RuleNotRouted, nil, 0)
+	switch {
+	case g.Finished == nil:
+	case latencyKnown:
+		g.finishEarly(rc, r.recordSurface(), telemetry.RuleNotRouted, nil)
+	default:
+		g.finishRefused(rc, r.recordSurface(), telemetry.RuleNotRouted, nil, 0)
 	}
 }

@@ -3,6 +3,7 @@ package hotpath
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -34,7 +35,7 @@ type State struct {
 	maxRequestBytes int
 	requestTimeout  time.Duration
 	// allowedHosts and allowedOrigins are Config.Server.AllowedHosts and
-	// AllowedOrigins (lowercase, as loaded); see screen.
+	// AllowedOrigins, lowercased; see screen.
 	allowedHosts, allowedOrigins []string
 }
 
@@ -56,8 +57,8 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 		Router:          snap,
 		Targets:         make([]*upstream.Target, len(cfg.Targets)),
 		maxRequestBytes: cfg.Server.MaxRequestBytes,
-		allowedHosts:    cfg.Server.AllowedHosts,
-		allowedOrigins:  cfg.Server.AllowedOrigins,
+		allowedHosts:    lowerAll(cfg.Server.AllowedHosts),
+		allowedOrigins:  lowerAll(cfg.Server.AllowedOrigins),
 	}
 	if st.maxRequestBytes <= 0 {
 		st.maxRequestBytes = config.DefaultMaxRequestBytes
@@ -74,6 +75,16 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 	}
 	st.ModelsBody = appendModels(nil, snap.Models(), snap.Created())
 	return st, nil
+}
+
+// lowerAll returns ss lowercased (a loaded Config's lists already are; one
+// built by hand may not be).
+func lowerAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToLower(s)
+	}
+	return out
 }
 
 // appendModels appends the /v1/models body (SPEC §5) to dst; data is never
