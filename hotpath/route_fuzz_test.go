@@ -53,7 +53,7 @@ targets:
 		}
 		rc.Request.SetBody(body)
 		sc := &scratch{}
-		if !routeRequest(&rc, st, s, sc) {
+		if !routeRequest(&rc, st, s, false, sc) {
 			status := rc.Response.StatusCode()
 			if (status != 400 && status != 404 && status != 413) ||
 				!strings.HasPrefix(string(rc.Response.Body()), `{"error":{"message":`) {
