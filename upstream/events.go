@@ -39,32 +39,56 @@ var (
 	sseDoneData   = []byte("[DONE]")
 )
 
-// Next implements StreamDecoder.
+// Next implements StreamDecoder. The events that only open a stream
+// (response.created; message_start) are held back with those that follow
+// them up to the first that carries content, and returned in one frame, so
+// that an error among them still comes before the first byte the client
+// sees (as the translating Anthropic decoder holds message_start).
 func (d *eventDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
+	start := len(dst)
+	held := false
+	for {
+		var name, data []byte
+		var err error
+		dst, name, data, err = d.read(dst, r)
+		if err != nil {
+			return dst[:start], err
+		}
+		dst, err = d.event(dst, name, data)
+		if err != nil {
+			return dst, err
+		}
+		if held = d.opening(name, held); !held {
+			return dst, nil
+		}
+	}
+}
+
+// read appends the next event with data (all its lines, byte for byte) to
+// dst and returns its name and first data payload, which view dst.
+func (d *eventDecoder) read(dst []byte, r *bufio.Reader) (out, name, data []byte, err error) {
 	evStart := len(dst)
 	nameAt, nameEnd := -1, -1 // the event name, as offsets into dst
 	dataAt, dataEnd := -1, -1 // the first data payload
 	for {
 		lineStart := len(dst)
-		var err error
 		for {
 			var chunk []byte
 			chunk, err = r.ReadSlice('\n')
 			dst = append(dst, chunk...)
 			if len(dst)-evStart > maxSSEEvent {
-				return dst[:evStart], d.oversized()
+				return dst[:evStart], nil, nil, d.oversized()
 			}
 			if err != bufio.ErrBufferFull {
 				break
 			}
 		}
 		if err != nil {
-			dst = dst[:evStart]
 			if err == io.EOF {
-				return dst, &StreamError{Class: ClassTransport, Status: 502,
+				err = &StreamError{Class: ClassTransport, Status: 502,
 					Body: AppendSurfaceError(nil, d.surface, 502, "upstream stream ended before its last event", TypeUpstream, CodeUpstreamError)}
 			}
-			return dst, err
+			return dst[:evStart], nil, nil, err
 		}
 		line := dst[lineStart:]
 		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') {
@@ -74,11 +98,15 @@ func (d *eventDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 				nameAt = -1
 				continue
 			}
-			var name []byte
 			if nameAt >= 0 {
 				name = dst[nameAt:nameEnd]
 			}
-			return d.event(dst, evStart, name, dst[dataAt:dataEnd])
+			if len(name) == 0 {
+				// An upstream that does not name its events: the APIs
+				// repeat the name as the data's "type". Slow path.
+				name = dataType(dst[dataAt:dataEnd])
+			}
+			return dst, name, dst[dataAt:dataEnd], nil
 		}
 		switch {
 		case dataAt < 0 && bytes.HasPrefix(line, sseDataField):
@@ -87,6 +115,27 @@ func (d *eventDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 			nameAt, nameEnd = fieldValue(dst, lineStart+len(sseEventField))
 		}
 	}
+}
+
+// opening reports whether an event named name is held back: it opens a
+// stream, or it carries no content and follows one held (held).
+func (d *eventDecoder) opening(name []byte, held bool) bool {
+	if d.surface == router.SurfaceMessages {
+		switch string(name) {
+		case "message_start":
+			return true
+		case "ping", "content_block_start":
+			return held
+		}
+		return false
+	}
+	switch string(name) {
+	case "response.created":
+		return true
+	case "response.in_progress", "response.output_item.added", "response.content_part.added":
+		return held
+	}
+	return false
 }
 
 // fieldValue returns the bounds of an SSE field's value that starts at
@@ -103,14 +152,9 @@ func fieldValue(dst []byte, at int) (start, end int) {
 	return at, end
 }
 
-// event decides what one complete event (dst[evStart:]) is: an ordinary
-// event, the stream's terminal event, or an error event.
-func (d *eventDecoder) event(dst []byte, evStart int, name, data []byte) ([]byte, error) {
-	if len(name) == 0 {
-		// An upstream that does not name its events: the APIs repeat the
-		// name as the data's "type". Slow path, off the providers' own.
-		name = dataType(data)
-	}
+// event decides what one complete event, the last in dst, is: an ordinary
+// event, the stream's terminal event (io.EOF), or an error event.
+func (d *eventDecoder) event(dst, name, data []byte) ([]byte, error) {
 	if d.surface == router.SurfaceMessages {
 		switch string(name) {
 		case "message_stop":

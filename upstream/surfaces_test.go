@@ -397,3 +397,36 @@ func peekFold(req *fasthttp.Request, k string) string {
 	}
 	return strings.Join(vals, ", ")
 }
+
+// An error right after the events that only open a stream (message_start;
+// response.created, response.in_progress) still precedes the client's first
+// byte: failover-safe per its type.
+func TestStreamErrorAfterOpeningEventsFailsOver(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		call   *Call
+		target func(h *harness, host string) *Target
+		first  []string
+		ok     []string
+	}{
+		{"messages", messagesCall(true), func(h *harness, host string) *Target { return h.anthropicTarget(host, nil) },
+			[]string{msgStart, msgPing, anthropicErrorEvent("overloaded_error", "Overloaded")}, []string{msgStart, msgStop}},
+		{"responses", responsesCall(true), func(h *harness, host string) *Target { return h.target(host, nil) },
+			[]string{respCreated, strings.Replace(respCreated, "response.created", "response.in_progress", 2), respFailed("server_error")},
+			[]string{respCreated, respCompleted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.mock("a", sse(0, tc.first...))
+			b := h.mock("b", sse(0, tc.ok...))
+			chain := []*Target{tc.target(h, "a"), tc.target(h, "b")}
+			rc, res := h.walk(tc.call, chain, 5*time.Second, nil)
+			if !res.Stream || b.calls.Load() != 1 || res.Target != chain[1] {
+				t.Fatalf("no failover: %d %s", res.Status, rc.Response.Body())
+			}
+			if got := streamBody(t, rc); got != strings.Join(tc.ok, "") {
+				t.Errorf("stream %q", got)
+			}
+		})
+	}
+}
