@@ -11,7 +11,7 @@ import (
 // client's buffered writer and flush, as relay does. Each API's own event
 // for the same 24-byte text piece.
 var (
-	relayEventChat = []byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":"Tomorrow in Paris expect"},"finish_reason":null}]}` + "\n\n")
+	relayEventChat      = []byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":"Tomorrow in Paris expect"},"finish_reason":null}]}` + "\n\n")
 	relayEventResponses = []byte("event: response.output_text.delta\n" +
 		`data: {"type":"response.output_text.delta","sequence_number":12,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Tomorrow in Paris expect"}` + "\n\n")
 	relayEventMessages = []byte("event: content_block_delta\n" +
