@@ -70,16 +70,43 @@ func namedEvents(s router.Surface) bool {
 }
 
 // writeErrorFrame writes the SSE frame that ends a committed stream of
-// surface s with envelope, and flushes it: "data: {envelope}" on chat and
-// completions, "event: error" + "data: {envelope}" on the named-event
-// surfaces (both SDKs raise an error on it). Errors are ignored here (the
-// client may be gone); the Flush result is returned.
+// surface s with envelope (the surface's), and flushes it: "data: {envelope}"
+// on chat and completions; "event: error" + "data: {envelope}" on messages
+// (Anthropic's error event); "event: error" + the Responses API's error
+// event carrying the OpenAI envelope too on responses (see
+// responsesErrorEvent). Errors are ignored here (the client may be gone);
+// the Flush result is returned.
 func writeErrorFrame(bw *bufio.Writer, s router.Surface, envelope []byte) error {
 	if namedEvents(s) {
 		bw.WriteString("event: error\n") //nolint:errcheck // Flush reports it
+	}
+	if s == router.SurfaceResponses {
+		envelope = responsesErrorEvent(envelope)
 	}
 	bw.WriteString("data: ") //nolint:errcheck
 	bw.Write(envelope)       //nolint:errcheck
 	bw.WriteString("\n\n")   //nolint:errcheck
 	return bw.Flush()
+}
+
+// responsesErrorEvent turns the OpenAI envelope {"error":{…}} into the
+// data of a Responses API error event, {"type":"error","code","message",
+// "param"}, keeping the "error" object (SPEC §4.6's frame, on which the
+// OpenAI SDKs raise an error) beside them. An envelope that does not parse
+// is returned unchanged.
+func responsesErrorEvent(envelope []byte) []byte {
+	p := parserPool.Get()
+	defer parserPool.Put(p)
+	v, err := p.ParseBytes(envelope)
+	if err != nil || len(envelope) < 2 || envelope[0] != '{' {
+		return envelope
+	}
+	msg, _ := jsonStr(v.Get("error", "message"))
+	code, _ := jsonStr(v.Get("error", "code"))
+	out := append(make([]byte, 0, 2*len(envelope)), `{"type":"error","code":`...)
+	out = AppendJSONString(out, code)
+	out = append(out, `,"message":`...)
+	out = AppendJSONString(out, msg)
+	out = append(out, `,"param":null,`...)
+	return append(out, envelope[1:]...)
 }

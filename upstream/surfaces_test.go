@@ -369,7 +369,8 @@ func TestResponsesStreamCutAfterCommit(t *testing.T) {
 	obs := newRec()
 	rc, _ := h.walk(responsesCall(true), []*Target{h.target("a", nil)}, 5*time.Second, obs)
 	want := respCreated + respDelta + "event: error\ndata: " +
-		`{"error":{"message":"upstream stream ended before its last event","type":"upstream_error","param":null,"code":"upstream_error"}}` + "\n\n"
+		`{"type":"error","code":"upstream_error","message":"upstream stream ended before its last event","param":null,` +
+		`"error":{"message":"upstream stream ended before its last event","type":"upstream_error","param":null,"code":"upstream_error"}}` + "\n\n"
 	if got := streamBody(t, rc); got != want {
 		t.Errorf("stream:\n got  %q\n want %q", got, want)
 	}
