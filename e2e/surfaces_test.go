@@ -561,3 +561,29 @@ func TestModelsWithNewSurfaces(t *testing.T) {
 		t.Errorf("models %v", ids)
 	}
 }
+
+// Claude Code's way: ANTHROPIC_BASE_URL names the gateway's root and
+// ANTHROPIC_AUTH_TOKEN goes out as a bearer token; the SDK picks both from
+// the environment. The token reaches no upstream.
+func TestMessagesFromEnvironment(t *testing.T) {
+	e := newSurfEnv(t)
+	t.Setenv("ANTHROPIC_BASE_URL", e.base)
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", clientKey)
+	c := anthropic.NewClient(aoption.WithMaxRetries(0), aoption.WithHTTPClient(&http.Client{Transport: e.sent}))
+	m, err := c.Messages.New(testCtxSurf(t), messageParams("claude-sonnet-4-5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Content) != 1 || m.Content[0].Text != "Bonjour from Claude" {
+		t.Errorf("content %+v", m.Content)
+	}
+	rq := e.ant1.last(t)
+	if rq.header.Get("x-api-key") != ant1Key || rq.header.Get("Authorization") != "" {
+		t.Errorf("credentials x-api-key %q Authorization %q", rq.header.Get("x-api-key"), rq.header.Get("Authorization"))
+	}
+	if got := e.sent.header.Get("Authorization"); got != "Bearer "+clientKey {
+		t.Errorf("the SDK sent Authorization %q; the test expects the bearer form", got)
+	}
+	wantForwarded(t, rq, e.sent.last(t), "/v1/messages")
+}
