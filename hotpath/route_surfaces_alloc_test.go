@@ -3,12 +3,15 @@
 package hotpath
 
 import (
+	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -76,5 +79,66 @@ func TestPeekMessagesAllocatesNothing(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("peek allocates %v times per Messages body, want 0", n)
+	}
+}
+
+// A whole proxied non-stream request on responses and on messages (and
+// count_tokens) through Gateway.Handler allocates nothing, as on chat
+// (TestHandlerAllocatesNothing).
+func TestHandlerNewSurfacesAllocateNothing(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := []byte(`{"id":"x","type":"message","content":[]}`)
+	srv := &fasthttp.Server{Handler: func(rc *fasthttp.RequestCtx) { rc.SetBody(answer) }}
+	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	key := "sk-" + strings.Repeat("A1b2C3d4", 12)
+	st, err := Build(mustParse(t, `
+strategy:
+  mode: conditional
+  conditions:
+    - {key: model_prefix, value: claude-, target_key: ant}
+targets:
+  - {virtual_key: oai, provider: openai, base_url: "http://`+ln.Addr().String()+`/v1", api_key: `+key+`}
+  - virtual_key: ant
+    provider: anthropic
+    base_url: "http://`+ln.Addr().String()+`"
+    api_key: `+key+`
+    model_map: {claude-sonnet: claude-sonnet-4-5-20250929}
+`), upstream.NewPool(), time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(st)
+	g.Finished = func(*telemetry.Entry) {}
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/responses", `{"model":"gpt-5","input":"hi","user":"u"}`},
+		{"/v1/messages", `{"model":"claude-sonnet","max_tokens":8,"metadata":{"user_id":"u"},"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages/count_tokens", `{"model":"claude-sonnet","messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		var req fasthttp.Request
+		req.Header.SetMethod("POST")
+		req.SetRequestURI(tc.path)
+		req.Header.Set("anthropic-version", "2023-06-01")
+		req.Header.Set("anthropic-beta", "b1")
+		req.Header.Set("X-Gateway-Metadata", `{"tier":"gold"}`)
+		req.SetBodyString(tc.body)
+		var rc fasthttp.RequestCtx
+		rc.Init(&req, nil, nil)
+		run := func() {
+			rc.Response.Reset()
+			g.Handler(&rc)
+			if rc.Response.StatusCode() != 200 {
+				t.Fatalf("%s: status %d: %s", tc.path, rc.Response.StatusCode(), rc.Response.Body())
+			}
+		}
+		for i := 0; i < 50; i++ {
+			run()
+		}
+		if n := testing.AllocsPerRun(500, run); n != 0 {
+			t.Errorf("%s: a proxied request allocates %v times, want 0", tc.path, n)
+		}
 	}
 }
