@@ -587,3 +587,29 @@ func TestMessagesFromEnvironment(t *testing.T) {
 	}
 	wantForwarded(t, rq, e.sent.last(t), "/v1/messages")
 }
+
+// Claude Code posts to /v1/messages?beta=true: the path routes, and the
+// query string, like every client header but the two anthropic ones, stays
+// behind.
+func TestMessagesBetaQuery(t *testing.T) {
+	e := newSurfEnv(t)
+	body := `{"model":"claude-sonnet-4-5","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`
+	req, _ := http.NewRequest("POST", e.base+"/v1/messages?beta=true", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+clientKey)
+	req.Header.Set("anthropic-beta", "claude-code-20250219,oauth-2025-04-20")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "Bonjour from Claude") {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	rq := e.ant1.last(t)
+	wantForwarded(t, rq, []byte(body), "/v1/messages")
+	if rq.header.Get("anthropic-beta") != "claude-code-20250219,oauth-2025-04-20" || rq.header.Get("anthropic-version") != "2023-06-01" {
+		t.Errorf("anthropic headers %q %q", rq.header.Get("anthropic-beta"), rq.header.Get("anthropic-version"))
+	}
+}
