@@ -3,10 +3,12 @@
 //
 //  1. Load the current State once (state.go); the whole request runs on it,
 //     whatever reloads happen meanwhile. Echo or generate X-Request-Id.
-//  2. Peek (peek.go): read model, user, stream and tools from the body
-//     without decoding the rest; a bad body is a 400.
-//  3. Parse X-Gateway-Metadata (chat and completions only) with the
-//     router's parser; a bad header is a 400.
+//  2. Peek (peek.go): read model, user (metadata.user_id on messages),
+//     stream and tools from the body without decoding the rest; a bad body
+//     is a 400.
+//  3. Parse X-Gateway-Metadata (chat-like surfaces only) with the
+//     router's parser; a bad header is a 400. Errors on the messages
+//     surface are in Anthropic's envelope (errors.go).
 //  4. Route: the router's first matching rule names a chain (or the
 //     fallback [targets[0]]); the candidates are its members that serve the
 //     model and the surface. None: 404 model_not_found or
