@@ -40,10 +40,12 @@ var (
 )
 
 // Next implements StreamDecoder. The events that only open a stream
-// (response.created; message_start) are held back with those that follow
-// them up to the first that carries content, and returned in one frame, so
-// that an error among them still comes before the first byte the client
-// sees (as the translating Anthropic decoder holds message_start).
+// (response.created and response.in_progress; message_start and a ping
+// right after it) are held back and returned in one frame with the event
+// after them, so that an error there still comes before the first byte the
+// client sees (as the translating Anthropic decoder holds message_start).
+// Nothing later is held: a reasoning model's long silence before its first
+// output must not count against the attempt's time to first byte.
 func (d *eventDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 	start := len(dst)
 	held := false
@@ -118,13 +120,13 @@ func (d *eventDecoder) read(dst []byte, r *bufio.Reader) (out, name, data []byte
 }
 
 // opening reports whether an event named name is held back: it opens a
-// stream, or it carries no content and follows one held (held).
+// stream, or it follows one held (held) and opens it too.
 func (d *eventDecoder) opening(name []byte, held bool) bool {
 	if d.surface == router.SurfaceMessages {
 		switch string(name) {
 		case "message_start":
 			return true
-		case "ping", "content_block_start":
+		case "ping":
 			return held
 		}
 		return false
@@ -132,7 +134,7 @@ func (d *eventDecoder) opening(name []byte, held bool) bool {
 	switch string(name) {
 	case "response.created":
 		return true
-	case "response.in_progress", "response.output_item.added", "response.content_part.added":
+	case "response.in_progress":
 		return held
 	}
 	return false

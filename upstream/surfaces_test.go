@@ -431,3 +431,24 @@ func TestStreamErrorAfterOpeningEventsFailsOver(t *testing.T) {
 		})
 	}
 }
+
+// The hold ends at the first event that does not open the stream: an error
+// after it comes after the commit and is relayed, not failed over.
+func TestStreamHoldEndsAtFirstOtherEvent(t *testing.T) {
+	h := newHarness(t)
+	cbStart := "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+	late := anthropicErrorEvent("overloaded_error", "Overloaded")
+	h.mock("a", sse(10*time.Millisecond, msgStart, cbStart, late))
+	b := h.mock("b", sse(0, msgStart, msgStop))
+	obs := newRec()
+	rc, res := h.walk(messagesCall(true), []*Target{h.anthropicTarget("a", nil), h.anthropicTarget("b", nil)}, 5*time.Second, obs)
+	if !res.Stream || b.calls.Load() != 0 {
+		t.Fatalf("stream %v, b calls %d", res.Stream, b.calls.Load())
+	}
+	if got := streamBody(t, rc); got != msgStart+cbStart+late {
+		t.Errorf("stream %q", got)
+	}
+	if end := <-obs.ends; end.Class != ClassServer {
+		t.Errorf("outcome %v", end.Class)
+	}
+}
