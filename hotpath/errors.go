@@ -19,7 +19,7 @@ const (
 // paths (SPEC §3). Error paths may allocate; the success path never comes
 // here.
 func writeError(rc *fasthttp.RequestCtx, status int, message, typ, code string) {
-	writeSurfaceError(rc, pathSurface(rc.Path()), status, message, typ, code)
+	writeSurfaceError(rc, pathSurface(rc.URI().PathOriginal()), status, message, typ, code)
 }
 
 // writeSurfaceError answers with status and surface s's error envelope:
