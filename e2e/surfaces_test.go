@@ -392,6 +392,18 @@ func TestMessagesRawErrors(t *testing.T) {
 			t.Errorf("%s %s: %d %s\n want %d %s", tc.method, tc.path, resp.StatusCode, b, tc.status, tc.want)
 		}
 	}
+	// The screen's refusals on a messages path are Anthropic-shaped too.
+	req, _ := http.NewRequest("POST", e.base+"/v1/messages", strings.NewReader(`{"model":"claude-x"}`))
+	req.Header.Set("Origin", "https://elsewhere.example")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || !strings.HasPrefix(string(b), `{"type":"error","error":{"type":"permission_error","message":`) {
+		t.Errorf("Origin refusal: %d %s", resp.StatusCode, b)
+	}
 	e.wantCalls(t, [4]int{0, 0, 0, 0})
 }
 
