@@ -47,6 +47,11 @@ var (
 // Nothing later is held: a reasoning model's long silence before its first
 // output must not count against the attempt's time to first byte.
 func (d *eventDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
+	return d.next(dst, r, nil)
+}
+
+// next is Next noting in u (when not nil) the usage the events report.
+func (d *eventDecoder) next(dst []byte, r *bufio.Reader, u *Usage) ([]byte, error) {
 	start := len(dst)
 	held := false
 	for {
@@ -55,6 +60,9 @@ func (d *eventDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 		dst, name, data, err = d.read(dst, r)
 		if err != nil {
 			return dst[:start], err
+		}
+		if u != nil {
+			noteEventUsage(u, d.surface, name, data)
 		}
 		dst, err = d.event(dst, name, data)
 		if err != nil {

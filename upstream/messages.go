@@ -96,4 +96,4 @@ func (messagesAdapter) TranslateResponse(dst, body []byte, _ *Call) ([]byte, err
 }
 
 // NewStream implements Adapter: a relay of named events.
-func (messagesAdapter) NewStream(*Call) StreamDecoder { return messagesEvents }
+func (messagesAdapter) NewStream(*Call) StreamDecoder { return newEventStream(messagesEvents) }

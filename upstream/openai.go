@@ -135,7 +135,7 @@ func (openAIAdapter) TranslateResponse(dst, body []byte, _ *Call) ([]byte, error
 // NewStream implements Adapter: an SSE relay; on responses, of named events.
 func (openAIAdapter) NewStream(c *Call) StreamDecoder {
 	if c.Surface == router.SurfaceResponses {
-		return responsesEvents
+		return newEventStream(responsesEvents)
 	}
 	return &sseDecoder{}
 }

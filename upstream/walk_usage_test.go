@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fastjson"
 
 	"github.com/switchyard/switchyard/config"
 )
@@ -101,5 +102,69 @@ func TestWalkReportsTranslatedStreamUsage(t *testing.T) {
 	want := Usage{Prompt: 7, Completion: 12, HasPrompt: true, HasCompletion: true}
 	if got := endOf(t, rec).Usage; got != want {
 		t.Fatalf("usage %+v, want %+v", got, want)
+	}
+}
+
+// The named-event surfaces (Responses, Messages pass-through) report the
+// usage of their terminal events; a content string quoting usage does not
+// count, and a stream without its terminal event counts nothing.
+func TestWalkReportsEventStreamUsage(t *testing.T) {
+	responses := []string{
+		"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"usage\":null}}\n\n",
+		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"\\\"usage\\\":{\\\"input_tokens\\\":99}\"}\n\n",
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"output\":[{\"content\":[{\"text\":\"\\\"usage\\\":{\\\"input_tokens\\\":99}\"}]}],\"usage\":{\"input_tokens\":11,\"output_tokens\":7,\"total_tokens\":18,\"output_tokens_details\":{\"reasoning_tokens\":2}}}}\n\n",
+	}
+	messages := []string{
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":10,\"output_tokens\":1}}}\n\n",
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n",
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}\n\n",
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+	}
+	for _, tc := range []struct {
+		name   string
+		call   *Call
+		anth   bool
+		events []string
+		want   Usage
+	}{
+		{"responses", responsesCall(true), false, responses, Usage{Prompt: 11, Completion: 7, HasPrompt: true, HasCompletion: true}},
+		{"responses cut", responsesCall(true), false, responses[:2], Usage{}},
+		{"messages", messagesCall(true), true, messages, Usage{Prompt: 15, Completion: 9, HasPrompt: true, HasCompletion: true}},
+		{"messages cut", messagesCall(true), true, messages[:3], Usage{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.mock("a", sse(0, tc.events...))
+			tg := h.target("a", func(ct *config.Target) {
+				ct.Models = nil
+				if tc.anth {
+					ct.Provider, ct.BaseURL = config.ProviderAnthropic, "http://a"
+				}
+			})
+			rec := newRec()
+			rc, res := h.walk(tc.call, []*Target{tg}, 5*time.Second, rec)
+			if !res.Stream {
+				t.Fatalf("not committed: %d %s", res.Status, rc.Response.Body())
+			}
+			streamBody(t, rc)
+			if got := endOf(t, rec).Usage; got != tc.want {
+				t.Fatalf("usage %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFastjsonUsageRefusesDoubt(t *testing.T) {
+	for _, body := range []string{
+		`{"prompt_tokens":1,"input_tokens":2}`, `{"input_tokens":1.5}`, `{"input_tokens":-1}`,
+		`{"input_tokens":"1"}`, `{"input_tokens":1,"cache_read_input_tokens":"x"}`, `{}`, `[]`,
+	} {
+		v, err := fastjson.Parse(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u, ok := fastjsonUsage(v); ok {
+			t.Errorf("%s: %+v", body, u)
+		}
 	}
 }
