@@ -51,6 +51,11 @@ func TestValidTraceparent(t *testing.T) {
 // (name, value pairs; a name may repeat) and returns what the mock got.
 func traceWalk(t *testing.T, provider string, hdr ...string) *fasthttp.Request {
 	t.Helper()
+	return traceWalkCall(t, provider, chatCall(false), hdr...)
+}
+
+func traceWalkCall(t *testing.T, provider string, call *Call, hdr ...string) *fasthttp.Request {
+	t.Helper()
 	h := newHarness(t)
 	a := h.mock("a", status(500, `{"error":{"message":"x"}}`))
 	tg := h.target("a", func(ct *config.Target) {
@@ -70,7 +75,6 @@ func traceWalk(t *testing.T, provider string, hdr ...string) *fasthttp.Request {
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Add(hdr[i], hdr[i+1])
 	}
-	call := chatCall(false)
 	req.SetBody(call.Body)
 	rc := &fasthttp.RequestCtx{}
 	rc.Init(&req, nil, nil)
@@ -149,5 +153,21 @@ func TestTraceID(t *testing.T) {
 	h.Add("traceparent", goodParent)
 	if TraceID(&h) != nil {
 		t.Fatal("trace id of a repeated traceparent")
+	}
+}
+
+// The pass-through surfaces forward the trace context too.
+func TestWalkForwardsTraceContextOnPassThroughSurfaces(t *testing.T) {
+	for name, tc := range map[string]struct {
+		provider string
+		call     *Call
+	}{
+		"responses": {config.ProviderOpenAI, responsesCall(false)},
+		"messages":  {config.ProviderAnthropic, messagesCall(false)},
+	} {
+		r := traceWalkCall(t, tc.provider, tc.call, "traceparent", goodParent, "tracestate", goodState)
+		if string(r.Header.Peek("Traceparent")) != goodParent || string(r.Header.Peek("Tracestate")) != goodState {
+			t.Errorf("%s: upstream headers\n%s", name, r.Header.String())
+		}
 	}
 }
