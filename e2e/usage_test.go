@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -229,4 +230,46 @@ func TestTraceContextCrosses(t *testing.T) {
 	if line := e.lastAccessLine(t); resp.StatusCode != 404 || line["trace_id"] != "0af7651916cd43dd8448eb211c80319c" {
 		t.Fatalf("status %d, access line %v", resp.StatusCode, line)
 	}
+}
+
+// The pass-through surfaces count their upstream's usage too: the mocks
+// report 5 input and 3 output tokens on every answer and stream.
+func TestPassThroughTokenCounters(t *testing.T) {
+	e := newSurfEnv(t)
+	ctx := testCtxSurf(t)
+	if _, err := e.oai.Responses.New(ctx, responseParams("gpt-4.1")); err != nil {
+		t.Fatal(err)
+	}
+	p := responseParams("gpt-4.1")
+	p.User = openai.String("vip")
+	s := e.oai.Responses.NewStreaming(ctx, p)
+	for s.Next() {
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	if _, err := e.ant.Messages.New(ctx, messageParams("claude-sonnet-4-5")); err != nil {
+		t.Fatal(err)
+	}
+	mp := messageParams("claude-sonnet-4-5")
+	mp.Metadata = anthropic.MetadataParam{UserID: anthropic.String("vip")}
+	ms := e.ant.Messages.NewStreaming(ctx, mp)
+	for ms.Next() {
+	}
+	if err := ms.Err(); err != nil {
+		t.Fatal(err)
+	}
+	_ = ms.Close()
+	env := &env{base: e.base, http: &http.Client{Timeout: 5 * time.Second}}
+	var m map[string]float64
+	waitFor(t, 5*time.Second, "the token counters", func() bool {
+		m = env.scrapeMetrics(t)
+		for _, target := range []string{"oa1", "oa2", "ant1", "ant2"} {
+			if m[tokens(target, "prompt")] != 5 || m[tokens(target, "completion")] != 3 {
+				return false
+			}
+		}
+		return true
+	})
 }
