@@ -244,3 +244,43 @@ func TestSIGHUPWithConfigWatch(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 }
+
+// TestConfigWatchIsReloadable: a reload that sets config_watch to 0 stops
+// the checks at once; a SIGHUP that turns it back on restarts them.
+func TestConfigWatchIsReloadable(t *testing.T) {
+	old := watchEvery
+	watchEvery = func(d time.Duration) time.Duration {
+		if d > 0 {
+			return time.Millisecond
+		}
+		return 0
+	}
+	ma := startMock(t, mock.Options{Name: "A"})
+	mb := startMock(t, mock.Options{Name: "B"})
+	cm := newConfigMapDir(t, watchConfig("1s", "a", ma.BaseURL(), mb.BaseURL()))
+	sigs := make(chan os.Signal, 1)
+	started := make(chan *Daemon, 1)
+	exit := make(chan int, 1)
+	go func() { exit <- run(cm.path(), "127.0.0.1:0", &syncBuffer{}, sigs, func(d *Daemon) { started <- d }) }()
+	stopRun := sync.OnceValue(func() int { sigs <- syscall.SIGTERM; return <-exit })
+	defer func() { stopRun(); watchEvery = old }()
+	d := <-started
+	waitFor(t, 5*time.Second, "checks", func() bool { return d.watchChecks.Load() >= 10 })
+
+	cm.update(t, watchConfig("0s", "b", ma.BaseURL(), mb.BaseURL()))
+	waitFor(t, 5*time.Second, "the watched reload turning the watch off", func() bool {
+		return d.Gateway().Load().Config.Server.ConfigWatch == 0
+	})
+	n := d.watchChecks.Load()
+	time.Sleep(200 * time.Millisecond) // 200 intervals
+	if got := d.watchChecks.Load(); got != n {
+		t.Fatalf("%d checks after config_watch: 0s took effect", got-n)
+	}
+
+	cm.update(t, watchConfig("1s", "a", ma.BaseURL(), mb.BaseURL()))
+	sigs <- syscall.SIGHUP
+	waitFor(t, 5*time.Second, "checks after SIGHUP turned the watch on", func() bool { return d.watchChecks.Load() >= n+10 })
+	if code := stopRun(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
