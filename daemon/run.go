@@ -90,15 +90,17 @@ func (d *Daemon) drain(s os.Signal, sigs <-chan os.Signal, served <-chan error) 
 	if delay > 0 {
 		d.log.Info().Str("signal", s.String()).Str("drain_delay", delay.String()).Str("shutdown_timeout", timeout.String()).
 			Msg("draining: readiness off; listener open for drain_delay, then closing; in-flight requests finishing")
-		if err, stopped := d.drainDelay(delay, sigs, served); stopped {
+		switch second, stopped, err := d.drainDelay(delay, sigs, served); {
+		case stopped:
 			// The listener failed during the delay: nothing is served any
 			// more, but requests in progress may still finish.
 			d.log.Error().Err(err).Msg("server stopped during drain_delay")
 			served = nil
-		} else if err != nil {
-			cancel() // a second signal: stop now
+		case second:
+			cancel() // stop now
+		default:
+			d.log.Info().Msg("drain_delay over: listener closing")
 		}
-		d.log.Info().Msg("drain_delay over: listener closing")
 	} else {
 		d.log.Info().Str("signal", s.String()).Str("shutdown_timeout", timeout.String()).
 			Msg("draining: readiness off, listener closing, in-flight requests finishing")
@@ -140,29 +142,26 @@ func (d *Daemon) drain(s os.Signal, sigs <-chan os.Signal, served <-chan error) 
 }
 
 // drainDelay waits out server.drain_delay with the listener still serving.
-// It returns early with errSecondSignal on a second SIGTERM/SIGINT, or with
-// stopped true and Serve's error when the listener failed meanwhile.
-func (d *Daemon) drainDelay(delay time.Duration, sigs <-chan os.Signal, served <-chan error) (err error, stopped bool) {
+// It returns early on a second SIGTERM/SIGINT (second), or when the
+// listener failed meanwhile (stopped, with Serve's error).
+func (d *Daemon) drainDelay(delay time.Duration, sigs <-chan os.Signal, served <-chan error) (second, stopped bool, err error) {
 	t := time.NewTimer(delay)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			return nil, false
+			return false, false, nil
 		case err := <-served:
-			return err, true
+			return false, true, err
 		case s := <-sigs:
 			if isStop(s) {
 				d.log.Warn().Str("signal", s.String()).Msg("second signal during drain_delay; stopping now")
-				return errSecondSignal, false
+				return true, false, nil
 			}
 			d.log.Info().Str("signal", s.String()).Msg("draining; reload ignored")
 		}
 	}
 }
-
-// errSecondSignal ends drain_delay early.
-var errSecondSignal = errors.New("second signal")
 
 // isStop reports whether s asks the process to stop (SIGTERM, SIGINT).
 func isStop(s os.Signal) bool { return s == syscall.SIGTERM || s == os.Interrupt }
