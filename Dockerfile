@@ -1,19 +1,20 @@
 # syntax=docker/dockerfile:1
 # Switchyard container image: `make image` (or docker/podman build .).
 #
-# Build stage: a static binary (CGO_ENABLED=0: no libc needed at run time),
-# cross-compiled on the build platform for the target one, with the
-# version stamped into cli.Version (what `switchyard version` prints).
+# Build stage: a static binary (CGO_ENABLED=0: no libc needed at run time)
+# with the version stamped into cli.Version (what `switchyard version`
+# prints). For another architecture, BuildKit's --platform sets
+# TARGETOS/TARGETARCH; without them Go builds for the builder's own.
 ARG GO_VERSION=1.26
-FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+FROM golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-ARG TARGETOS=linux
-ARG TARGETARCH=amd64
-RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+ARG TARGETOS
+ARG TARGETARCH
+RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
     go build -trimpath -ldflags "-s -w -X github.com/switchyard/switchyard/cli.Version=${VERSION}" \
     -o /out/switchyard .
 
