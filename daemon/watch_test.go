@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -280,6 +281,61 @@ func TestConfigWatchIsReloadable(t *testing.T) {
 	cm.update(t, watchConfig("1s", "a", ma.BaseURL(), mb.BaseURL()))
 	sigs <- syscall.SIGHUP
 	waitFor(t, 5*time.Second, "checks after SIGHUP turned the watch on", func() bool { return d.watchChecks.Load() >= n+10 })
+	if code := stopRun(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+// TestConfigWatchUnreadableFile: a file that cannot be read (here ..data
+// points nowhere) is one failed reload however many checks see it, the
+// configuration served stays, and the file coming back is picked up.
+func TestConfigWatchUnreadableFile(t *testing.T) {
+	old := watchEvery
+	watchEvery = func(d time.Duration) time.Duration {
+		if d > 0 {
+			return time.Millisecond
+		}
+		return 0
+	}
+	ma := startMock(t, mock.Options{Name: "A"})
+	mb := startMock(t, mock.Options{Name: "B"})
+	cm := newConfigMapDir(t, watchConfig("1s", "a", ma.BaseURL(), mb.BaseURL()))
+	sigs := make(chan os.Signal, 1)
+	started := make(chan *Daemon, 1)
+	exit := make(chan int, 1)
+	logs := &syncBuffer{}
+	go func() { exit <- run(cm.path(), "127.0.0.1:0", logs, sigs, func(d *Daemon) { started <- d }) }()
+	stopRun := sync.OnceValue(func() int { sigs <- syscall.SIGTERM; return <-exit })
+	defer func() { stopRun(); watchEvery = old }()
+	d := <-started
+	c := newClient()
+	defer c.CloseIdleConnections()
+	base := "http://" + d.Addr().String()
+	failures := func() int { _, m := getWith(t, c, base+"/metrics"); return reloadCount(m, "failure") }
+
+	data := filepath.Join(cm.dir, "..data")
+	if err := os.Rename(data, data+".away"); err != nil {
+		t.Fatal(err)
+	}
+	n := d.watchChecks.Load()
+	waitFor(t, 5*time.Second, "100 checks of the missing file", func() bool { return d.watchChecks.Load() >= n+100 })
+	if f := failures(); f != 1 {
+		t.Fatalf("failed reloads after 100 checks of a missing file: %d, want 1", f)
+	}
+	if a, err := chat(c, base, "m", false); err != nil || a.target != "a" {
+		t.Fatalf("while the file is missing: %v, target %q", err, a.target)
+	}
+	if err := os.Rename(data+".away", data); err != nil {
+		t.Fatal(err)
+	}
+	cm.update(t, watchConfig("1s", "b", ma.BaseURL(), mb.BaseURL()))
+	waitFor(t, 5*time.Second, "the file's return to be picked up", func() bool {
+		a, err := chat(c, base, "m", false)
+		return err == nil && a.target == "b"
+	})
+	if f := failures(); f != 1 {
+		t.Errorf("failed reloads: %d, want 1", f)
+	}
 	if code := stopRun(); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
