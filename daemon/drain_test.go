@@ -329,7 +329,8 @@ func startHeld(t *testing.T) *held {
 // TestDrainDelay runs the built binary with drain_delay: 3s and a stream
 // in flight, sends SIGTERM and checks: /readyz answers 503 at once, yet
 // new connections are still accepted and served (a chat completion gets
-// 200) during the delay; the listener stays open at least drain_delay and
+// 200) during the delay, and a keep-alive connection from before is served
+// with Connection: close; the listener stays open at least drain_delay and
 // then refuses connections; the stream started before SIGTERM completes;
 // the process exits 0.
 func TestDrainDelay(t *testing.T) {
@@ -367,6 +368,11 @@ func TestDrainDelay(t *testing.T) {
 		streamc <- answer{status: resp.StatusCode, target: resp.Header.Get("X-Gateway-Target"), body: string(b)}
 	}()
 	<-streamHeaders
+	// A keep-alive connection opened before SIGTERM.
+	kept := newClient()
+	if code, _ := getWith(t, kept, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("healthz %d", code)
+	}
 
 	sigAt := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -382,6 +388,15 @@ func TestDrainDelay(t *testing.T) {
 	}
 	if a, err := chat(fresh(), base, "m-slow", false); err != nil || a.status != http.StatusOK || a.target != "slow" {
 		t.Fatalf("a new connection during drain_delay: %v, status %d from %q, want 200 from slow", err, a.status, a.target)
+	}
+	// The kept connection is still served, and told to go.
+	resp, err := kept.Get(base + "/healthz")
+	if err != nil {
+		t.Fatalf("a kept connection during drain_delay: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !resp.Close {
+		t.Fatalf("kept connection during drain_delay: %d, Connection: close %v; want 200 and close", resp.StatusCode, resp.Close)
 	}
 	closedAt := p.waitLog(t, delay+5*time.Second, "drain_delay over")
 	if open := closedAt.Sub(sigAt); open < delay {
