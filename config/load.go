@@ -355,8 +355,9 @@ func syntaxProblem(file string, err error) Problem {
 }
 
 var (
-	topKeys       = []string{"server", "log", "strategy", "targets"}
-	serverKeys    = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch", "reduce_memory_usage"}
+	topKeys    = []string{"server", "log", "strategy", "targets"}
+	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch",
+		"reduce_memory_usage", "allowed_hosts", "allowed_origins"}
 	logKeys       = []string{"level", "format", "access_log"}
 	strategyKeys  = []string{"mode", "conditions"}
 	conditionKeys = []string{"key", "field", "value", "target_key", "target_keys"}
@@ -392,6 +393,8 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 	d.setDuration(srv, "server", "drain_delay", &cfg.Server.DrainDelay)
 	d.setDuration(srv, "server", "config_watch", &cfg.Server.ConfigWatch)
 	d.setBool(srv, "server", "reduce_memory_usage", &cfg.Server.ReduceMemoryUsage)
+	d.setStrList(srv, "server", "allowed_hosts", "host names", &cfg.Server.AllowedHosts)
+	d.setStrList(srv, "server", "allowed_origins", "origins", &cfg.Server.AllowedOrigins)
 
 	lg := d.fields(top["log"], "log", "log", logKeys...)
 	d.setStr(lg, "log", "level", &cfg.Log.Level)

@@ -120,6 +120,7 @@ func (d *decoder) validateServer(cfg *Config) {
 	if w := s.ConfigWatch; w != 0 && (w < MinConfigWatch || w > MaxConfigWatch) {
 		d.problemf("server.config_watch", "%s is out of range; want 0s (off) or %s to %s, such as \"5s\"", w, MinConfigWatch, MaxConfigWatch)
 	}
+	d.validateBrowserLists(s)
 	switch cfg.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
