@@ -132,6 +132,7 @@ func (p *Pool) Target(ct *config.Target) (*Target, error) {
 			InitialBackoff: backoff,
 		},
 	}
+	t.secrets = secretsOf(&t.Endpoint)
 	bs := BreakerSettings{
 		FailureThreshold: ct.CircuitBreaker.FailureThreshold,
 		SuccessThreshold: ct.CircuitBreaker.SuccessThreshold,

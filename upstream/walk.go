@@ -396,10 +396,10 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		class, env := t.Adapter.ClassifyError(status, &resp.Header, body)
 		o = outcome{class: class, status: status}
 		if class == ClassClient || class == ClassContextLength {
-			o.envelope = append([]byte(nil), env...)
+			o.envelope = t.redact(append([]byte(nil), env...))
 		}
 		if ra := resp.Header.Peek(fasthttp.HeaderRetryAfter); len(ra) > 0 {
-			o.retryAfter = append([]byte(nil), ra...)
+			o.retryAfter = t.redact(append([]byte(nil), ra...))
 		}
 		if w.call.Stream {
 			resp.CloseBodyStream() //nolint:errcheck // read what we needed; the conn is discarded if unread
@@ -426,7 +426,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		return o, false
 	}
 	w.done(t, ticket, outcome{class: ClassOK, status: status}, t0)
-	w.rc.Response.SwapBody(out)
+	w.rc.Response.SwapBody(t.redact(out))
 	w.rc.SetStatusCode(status)
 	w.rc.SetContentType("application/json")
 	w.res.Status, w.res.Class = status, ClassOK

@@ -39,6 +39,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 	if err != nil && err != io.EOF {
 		o := streamFailure(err)
 		o.status = max(o.status, 0)
+		o.envelope = t.redact(o.envelope)
 		resp.CloseBodyStream() //nolint:errcheck // discards the connection if unread
 		br.Reset(nil)
 		readerPool.Put(br)
@@ -133,7 +134,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 			if client != nil {
 				client.SetWriteDeadline(time.Now().Add(stall)) //nolint:errcheck
 			}
-		}, buf)
+		}, t, buf)
 	})
 	return outcome{class: ClassOK}, true
 }
@@ -191,12 +192,14 @@ func putFrame(buf *[]byte) {
 // relay writes the first frame and then every further one, flushing each.
 // It returns the stream's outcome class. beforeRead runs before each read
 // from the upstream after the first, beforeWrite before each write to the
-// client. buf holds the frame buffer for reuse.
-func relay(bw *bufio.Writer, dec StreamDecoder, br *bufio.Reader, frame []byte, err error, beforeRead, beforeWrite func(), buf *[]byte) Class {
+// client. Every byte written passes t.redact. buf holds the frame buffer
+// for reuse.
+func relay(bw *bufio.Writer, dec StreamDecoder, br *bufio.Reader, frame []byte, err error, beforeRead, beforeWrite func(), t *Target, buf *[]byte) Class {
 	defer func() { *buf = frame[:0] }()
 	for {
 		beforeWrite()
 		if len(frame) > 0 {
+			frame = t.redact(frame)
 			if _, werr := bw.Write(frame); werr != nil {
 				return ClassCanceled
 			}
@@ -209,7 +212,7 @@ func relay(bw *bufio.Writer, dec StreamDecoder, br *bufio.Reader, frame []byte, 
 				return ClassOK
 			}
 			o := streamFailure(err)
-			body := o.envelope
+			body := t.redact(o.envelope)
 			bw.WriteString("data: ") //nolint:errcheck // Flush reports it
 			bw.Write(body)           //nolint:errcheck
 			bw.WriteString("\n\n")   //nolint:errcheck
