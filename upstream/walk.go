@@ -411,14 +411,27 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		return o, false
 	}
 	if w.call.Stream {
+		if encodedStream(resp) {
+			resp.CloseBodyStream() //nolint:errcheck // discards the connection
+			o = outcome{class: ClassTransport}
+			w.done(t, ticket, o, t0)
+			return o, false
+		}
 		return w.stream(t, ticket, resp, t0)
 	}
 	w.res.TTFB = w.now.Sub(w.start)
+	src, err := decodedBody(resp)
+	if err != nil {
+		// A coding we cannot undo (or a corrupt body): a protocol failure.
+		o = outcome{class: ClassTransport}
+		w.done(t, ticket, o, t0)
+		return o, false
+	}
 	// Translate into the client response's pooled body buffer: a fresh
 	// response has none yet, and Body() alone would hand nil to the
 	// adapter, so every answer would be copied into a new allocation.
 	w.rc.Response.AppendBody(nil)
-	out, err := t.Adapter.TranslateResponse(w.rc.Response.Body()[:0], resp.Body(), w.call)
+	out, err := t.Adapter.TranslateResponse(w.rc.Response.Body()[:0], src, w.call)
 	if err != nil {
 		// A 2xx the adapter cannot read: the upstream broke the protocol.
 		o = outcome{class: ClassTransport}
@@ -445,12 +458,21 @@ func (w *walk) done(t *Target, ticket Ticket, o outcome, t0 time.Time) {
 // maxErrorBody caps how much of an error answer is read.
 const maxErrorBody = 1 << 20
 
-// errorBody returns the body of a non-2xx answer (at most maxErrorBody
-// bytes when streamed).
+// errorBody returns the body of a non-2xx answer as plain bytes (at most
+// maxErrorBody bytes when streamed), or nil when it is content-coded and
+// cannot be decoded (a streamed one never is): the class then comes from
+// the status alone, and no encoded byte is relayed.
 func errorBody(resp *fasthttp.Response) []byte {
 	s := resp.BodyStream()
 	if s == nil {
-		return resp.Body()
+		b, err := decodedBody(resp)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	if encodedStream(resp) {
+		return nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(s, maxErrorBody))
 	return b
