@@ -107,6 +107,9 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 // connection are nobody's answer (a stray response, a close_notify):
 // reading them as the next answer would hand one client another's.
 func (c *trackedConn) stale(now time.Time) discardReason {
+	if c.canceled.Load() {
+		return discardClosed // closed under a departed client's call
+	}
 	if !c.lastRead.IsZero() && now.Sub(c.lastRead) >= maxIdleConnDuration {
 		return discardExpired
 	}
@@ -138,6 +141,15 @@ func trackedOf(c net.Conn) *trackedConn {
 	}
 	if a, ok := c.LocalAddr().(*trackedAddr); ok {
 		return a.conn
+	}
+	return nil
+}
+
+// trackedOfAddr returns the trackedConn a Response's local address leads
+// to, or nil.
+func trackedOfAddr(a net.Addr) *trackedConn {
+	if ta, ok := a.(*trackedAddr); ok {
+		return ta.conn
 	}
 	return nil
 }

@@ -9,11 +9,13 @@ import (
 )
 
 // peeker looks at a socket's receive queue without consuming or blocking:
-// recv(MSG_PEEK|MSG_DONTWAIT) of one byte. The callback handed to
-// RawConn.Read is a method value made once, so a peek allocates nothing.
+// recv(MSG_PEEK|MSG_DONTWAIT) of one byte, through RawConn.Control (which,
+// unlike RawConn.Read, ignores a read deadline that has passed: the server's
+// request read deadline may well have while a long call runs). The callback
+// is a method value made once, so a peek allocates nothing.
 type peeker struct {
 	raw syscall.RawConn
-	fn  func(fd uintptr) bool
+	fn  func(fd uintptr)
 	buf [1]byte
 	n   uintptr
 	err syscall.Errno
@@ -45,10 +47,9 @@ func (p *peeker) init(c net.Conn) {
 	p.fn = p.peekFD
 }
 
-func (p *peeker) peekFD(fd uintptr) bool {
+func (p *peeker) peekFD(fd uintptr) {
 	p.n, _, p.err = unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.buf[0])), 1,
 		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
-	return true // never wait for readability
 }
 
 // state peeks once. It must not run concurrently with itself.
@@ -56,7 +57,7 @@ func (p *peeker) state() peekState {
 	if p.raw == nil {
 		return peekNothing
 	}
-	if p.raw.Read(p.fn) != nil {
+	if p.raw.Control(p.fn) != nil {
 		return peekClosed // the fd is closed
 	}
 	switch {

@@ -176,6 +176,28 @@ type walk struct {
 	// pending is true while an attempt holds a breaker ticket it has not
 	// reported yet (see attempt).
 	pending bool
+	// guard watches the client from the first limiter wait or upstream call
+	// on (see callGuard); nil before. A committed stream takes it over.
+	guard *callGuard
+}
+
+// watch returns the walk's callGuard, starting it on first use.
+func (w *walk) watch() *callGuard {
+	if w.guard == nil {
+		w.guard = acquireGuard(w.rc.Conn())
+	}
+	return w.guard
+}
+
+// clientGone reports whether the walk's client was found gone.
+func (w *walk) clientGone() bool { return w.guard != nil && w.guard.Gone() }
+
+// releaseGuard ends the client watch unless a committed stream took it.
+func (w *walk) releaseGuard() {
+	if w.guard != nil {
+		w.guard.release()
+		w.guard = nil
+	}
 }
 
 func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline time.Time, obs Observer, clk *clock) Result {
@@ -187,6 +209,7 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 	// deadlines need the present.
 	now := clk.now()
 	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1}
+	defer w.releaseGuard()
 	w.last.class = ClassCircuitOpen // an empty chain answers 503, like all-open
 	for i, t := range chain {
 		if i > 0 {
@@ -198,8 +221,8 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 			w.res.End = w.now
 			return w.res
 		}
-		if !w.last.class.Failover() || !w.now.Before(deadline) {
-			break // a client error, or the request deadline passed
+		if !w.last.class.Failover() || !w.now.Before(deadline) || w.clientGone() {
+			break // a client error, the request deadline passed, or the client left
 		}
 	}
 	w.fail()
@@ -233,8 +256,9 @@ func (w *walk) member(t *Target) bool {
 	}
 	lim := t.Limiter()
 	if !lim.TryAcquire() {
-		// No free slot: queue. The wait (if any) moves the clock on.
-		ok, class := lim.Acquire(w.deadline, nil)
+		// No free slot: queue. The wait (if any) moves the clock on; the
+		// client leaving ends it.
+		ok, class := lim.Acquire(w.deadline, w.watch().cancel)
 		w.now = w.clk.now()
 		if !ok {
 			// No call was made, so the breaker hears a neutral outcome
@@ -243,7 +267,7 @@ func (w *walk) member(t *Target) bool {
 			// and must not count towards opening its circuit. Done only
 			// frees a half-open probe slot.
 			br.Done(ticket, ClassSaturated, now)
-			if class == ClassSaturated {
+			if class == ClassSaturated || class == ClassCanceled {
 				w.obs.Skip(t, class)
 			}
 			w.last = outcome{class: class}
@@ -284,7 +308,7 @@ func (w *walk) member(t *Target) bool {
 			}
 			break
 		}
-		if attempt >= t.Retry.Attempts || !w.retryable(t, o) {
+		if attempt >= t.Retry.Attempts || !w.retryable(t, o) || w.clientGone() {
 			break
 		}
 		backoff := w.clk.jitter(t.Retry.InitialBackoff << min(attempt-1, 20))
@@ -381,10 +405,30 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	if w.deadline.Before(attemptDeadline) {
 		attemptDeadline = w.deadline
 	}
+	g := w.watch()
+	g.deadline = attemptDeadline
+	req.SetUserValue(guardKey, g)
 	w.res.Attempts++
 	err := t.client().DoDeadline(req, resp, attemptDeadline)
 	w.now = w.clk.now()
 	fasthttp.ReleaseRequest(req) // written: the body is not needed any more
+	if err == nil && w.call.Stream {
+		// A streamed answer's connection is known now: bind it, so the
+		// client leaving cuts the first event's wait and the relay.
+		g.bind(trackedOfAddr(resp.LocalAddr()))
+	}
+	if g.Gone() {
+		// The client left during the call (its connection was closed) or
+		// before it: nobody reads the answer. Neutral for the breaker, no
+		// retry, no failover.
+		if err == nil && w.call.Stream {
+			g.unbind(trackedOfAddr(resp.LocalAddr()))
+			resp.CloseBodyStream() //nolint:errcheck // the connection is closed
+		}
+		o = outcome{class: ClassCanceled}
+		w.done(t, ticket, o, t0)
+		return o, false
+	}
 	if err != nil {
 		o = outcome{class: errClass(err)}
 		w.done(t, ticket, o, t0)
@@ -402,16 +446,21 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 			o.retryAfter = t.redact(append([]byte(nil), ra...))
 		}
 		if w.call.Stream {
+			g.unbind(trackedOfAddr(resp.LocalAddr()))
 			resp.CloseBodyStream() //nolint:errcheck // read what we needed; the conn is discarded if unread
 			// A streamed answer's error body is read after DoDeadline
 			// returned the headers, for up to the attempt deadline.
 			w.now = w.clk.now()
+			if g.Gone() {
+				o = outcome{class: ClassCanceled}
+			}
 		}
 		w.done(t, ticket, o, t0)
 		return o, false
 	}
 	if w.call.Stream {
 		if encodedStream(resp) {
+			g.unbind(trackedOfAddr(resp.LocalAddr()))
 			resp.CloseBodyStream() //nolint:errcheck // discards the connection
 			o = outcome{class: ClassTransport}
 			w.done(t, ticket, o, t0)

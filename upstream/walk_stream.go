@@ -36,10 +36,15 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 	// the read.
 	frame, err := dec.Next((*buf)[:0], br)
 	w.now = w.clk.now() // the first event may take long: done and TTFB need this
+	upConn := trackedOfAddr(resp.LocalAddr())
 	if err != nil && err != io.EOF {
 		o := streamFailure(err)
 		o.status = max(o.status, 0)
 		o.envelope = t.redact(o.envelope)
+		if w.guard.unbind(upConn); w.guard.Gone() {
+			// The client left while the first event was awaited.
+			o = outcome{class: ClassCanceled}
+		}
 		resp.CloseBodyStream() //nolint:errcheck // discards the connection if unread
 		br.Reset(nil)
 		readerPool.Put(br)
@@ -72,8 +77,12 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 	// may not be touched after it.
 	client := clientConn(rc)
 	stall := t.Timeout
-	// From here the writer owns the ticket, the slot, resp, br and buf.
+	// From here the writer owns the ticket, the slot, resp, br, buf and
+	// the client watch (which keeps the upstream connection bound: the
+	// client leaving cuts a silent upstream's read).
 	w.pending = false
+	guard := w.guard
+	w.guard = nil
 	rc.SetBodyStreamWriter(func(bw *bufio.Writer) {
 		// fasthttp runs this on its own goroutine with no recover: a panic
 		// here (a decoder bug on odd upstream bytes) would take the whole
@@ -88,6 +97,11 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 				writeErrorFrame(bw, internalErrorEnvelope)
 				// The gateway's bug, not the target's: neutral for the breaker.
 				class, breakerClass = ClassTransport, ClassCanceled
+			}
+			if !guard.unbind(upConn) || guard.Gone() {
+				// The client left: whatever the relay saw after its
+				// upstream connection was closed is no upstream failure.
+				class, breakerClass = ClassCanceled, ClassCanceled
 			}
 			if class == ClassOK {
 				// After [DONE] only the body's terminating chunk should be
@@ -115,6 +129,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 			br.Reset(nil)
 			readerPool.Put(br)
 			putFrame(buf)
+			guard.release()
 			end := clk.now()
 			t.Breaker().Done(ticket, breakerClass, end)
 			t.Limiter().Release()
