@@ -57,6 +57,12 @@ func (u *holdUpstream) serve(c net.Conn) {
 	u.calls++
 	u.mu.Unlock()
 	switch {
+	case strings.Contains(string(body), `"slow"`):
+		// Answers after a second, long enough to be watched; keeps serving.
+		time.Sleep(time.Second)
+		ans := completion("slow answer")
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(ans), ans)
+		return
 	case strings.Contains(string(body), `"sse-headers"`):
 		fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
 	case strings.Contains(string(body), `"sse-one"`):
@@ -170,5 +176,41 @@ func TestClientDisconnectLeavesQueue(t *testing.T) {
 	}
 	if u.n() != 1 {
 		t.Errorf("%d upstream calls, want 1", u.n())
+	}
+}
+
+// TestPipelinedClientIsNotCanceled: a client that has already sent its next
+// request on the connection (bytes waiting behind the running one) is alive:
+// the watcher's peek must neither cancel the call nor consume those bytes,
+// so both requests are answered in order.
+func TestPipelinedClientIsNotCanceled(t *testing.T) {
+	u := startHoldUpstream(t)
+	g := startRawGateway(t, "openai", "http://"+u.ln.Addr().String()+"/v1", "sk-t", "15s", "")
+	c, err := net.Dial("tcp", g.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(15 * time.Second))
+	body := chatBody("slow", false)
+	req := fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	fmt.Fprint(c, req)
+	// The second comes once the server has read the first, so it waits in
+	// the socket while the watcher peeks.
+	time.Sleep(500 * time.Millisecond)
+	fmt.Fprint(c, req)
+	br := bufio.NewReader(c)
+	for i := 0; i < 2; i++ {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || !strings.Contains(string(b), "slow answer") {
+			t.Fatalf("answer %d: %d %s", i, resp.StatusCode, b)
+		}
+	}
+	if v := g.metric(t, `switchyard_upstream_attempts_total{target="t",outcome="canceled"}`); v != "" {
+		t.Fatalf("a live pipelining client was canceled (%s)", v)
 	}
 }
