@@ -44,6 +44,8 @@ type trackedConn struct {
 	// canceled is set when a callGuard closed the connection because its
 	// client went away.
 	canceled atomic.Bool
+	// tls is set when the connection carries TLS (the peek sees records).
+	tls bool
 }
 
 type trackedAddr struct {
@@ -115,11 +117,34 @@ func (c *trackedConn) stale(now time.Time) discardReason {
 	}
 	switch c.peek.state() {
 	case peekData:
+		if c.tls && closeNotify(c.peek.seen()) {
+			return discardClosed
+		}
 		return discardUnsolicited
 	case peekClosed:
 		return discardClosed
 	}
 	return discardNone
+}
+
+// closeNotify reports whether b, the bytes waiting on an idle TLS
+// connection, look like the close_notify alert a server sends before its
+// FIN: one record that is an alert (TLS 1.2 shows the type, 21), or, as TLS
+// 1.3 hides it, an application-data record (23) just the size of an
+// encrypted two-byte alert (1 type byte + 2 + a 16-byte AEAD tag). Either
+// way the connection is discarded; this only picks the metric's reason.
+func closeNotify(b []byte) bool {
+	if len(b) < 5 {
+		return false
+	}
+	n := int(b[3])<<8 | int(b[4])
+	switch b[0] {
+	case 21:
+		return len(b) == 5+n
+	case 23:
+		return n == 19 && len(b) == 5+n
+	}
+	return false
 }
 
 // setStreamDeadline sets the read deadline of the connection behind a

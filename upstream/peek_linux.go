@@ -9,14 +9,14 @@ import (
 )
 
 // peeker looks at a socket's receive queue without consuming or blocking:
-// recv(MSG_PEEK|MSG_DONTWAIT) of one byte, through RawConn.Control (which,
+// recv(MSG_PEEK|MSG_DONTWAIT) of up to len(buf) bytes, through RawConn.Control (which,
 // unlike RawConn.Read, ignores a read deadline that has passed: the server's
 // request read deadline may well have while a long call runs). The callback
 // is a method value made once, so a peek allocates nothing.
 type peeker struct {
 	raw syscall.RawConn
 	fn  func(fd uintptr)
-	buf [1]byte
+	buf [32]byte
 	n   uintptr
 	err syscall.Errno
 }
@@ -48,9 +48,12 @@ func (p *peeker) init(c net.Conn) {
 }
 
 func (p *peeker) peekFD(fd uintptr) {
-	p.n, _, p.err = unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.buf[0])), 1,
+	p.n, _, p.err = unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.buf[0])), uintptr(len(p.buf)),
 		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
 }
+
+// seen returns the bytes the last peek that found data saw (at most 32).
+func (p *peeker) seen() []byte { return p.buf[:min(int(p.n), len(p.buf))] }
 
 // state peeks once. It must not run concurrently with itself.
 func (p *peeker) state() peekState {

@@ -19,3 +19,5 @@ const (
 func (p *peeker) init(net.Conn) {}
 
 func (p *peeker) state() peekState { return peekNothing }
+
+func (p *peeker) seen() []byte { return nil }

@@ -221,7 +221,9 @@ func (p *Pool) newHostClient(u *url.URL, maxConns int, stats *connStats) *fastht
 			if err != nil {
 				return nil, err
 			}
-			return newTrackedConn(c, stats), nil
+			tc := newTrackedConn(c, stats)
+			tc.tls = isTLS
+			return tc, nil
 		},
 		// A stale pooled connection is swapped for another before the
 		// request is written (see connTransport).
