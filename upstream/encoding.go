@@ -7,9 +7,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// errEncodedStream refuses a streamed answer sent with a content coding.
-var errEncodedStream = errors.New("upstream: streamed answer has a Content-Encoding despite Accept-Encoding: identity")
-
 // errUnknownEncoding refuses an answer whose content coding the gateway
 // cannot decode.
 var errUnknownEncoding = errors.New("upstream: answer has an unsupported Content-Encoding")
