@@ -58,10 +58,11 @@ func (u *holdUpstream) serve(c net.Conn) {
 	u.mu.Unlock()
 	switch {
 	case strings.Contains(string(body), `"slow"`):
-		// Answers after a second, long enough to be watched; keeps serving.
+		// Answers after a second, long enough to be watched, and closes
+		// (saying so: one request per connection here).
 		time.Sleep(time.Second)
 		ans := completion("slow answer")
-		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(ans), ans)
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(ans), ans)
 		return
 	case strings.Contains(string(body), `"sse-headers"`):
 		fmt.Fprint(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
