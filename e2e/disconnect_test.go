@@ -100,7 +100,7 @@ func TestClientDisconnectCancelsUpstreamCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := chatBody(m, stream)
-		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		if m == "sse-one" {
 			// Read up to the first event: the stream is committed.
 			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -159,7 +159,7 @@ func TestClientDisconnectLeavesQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		body := chatBody(m, false)
-		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		return c
 	}
 	holder := send("hold")
@@ -194,7 +194,7 @@ func TestPipelinedClientIsNotCanceled(t *testing.T) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(15 * time.Second))
 	body := chatBody("slow", false)
-	req := fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	req := fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	fmt.Fprint(c, req)
 	// The second comes once the server has read the first, so it waits in
 	// the socket while the watcher peeks.
