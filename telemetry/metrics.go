@@ -276,6 +276,8 @@ func (m *Metrics) appendTargetGauges(b []byte, now time.Time) []byte {
 	b = gauge(b, famInflight, func(t *upstream.Target) uint64 { return uint64(max(t.Limiter().InFlight(), 0)) })
 	// Counters kept by the targets' connection pools, read at scrape time
 	// like the gauges; a reason no connection was dropped for reads 0.
+	b = append(b, "# HELP "+famDiscards+" Pooled upstream connections dropped before reuse, nothing written to them.\n"...)
+	b = append(b, "# TYPE "+famDiscards+" counter\n"...)
 	for i := 1; i < len(upstream.DiscardReasons); i++ {
 		for _, t := range ts {
 			b = append(b, famDiscards...)
