@@ -26,6 +26,7 @@ var familyHelp = map[string]string{
 	famReloadTS:    "Unix time of the last configuration load or reload attempt.",
 	famInfo:        "Always 1; hash is the first 12 hex digits of the serving configuration's SHA-256.",
 	famPanics:      "Panics recovered while serving a request (a gateway bug).",
+	famDiscards:    "Pooled upstream connections dropped before reuse, nothing written to them.",
 }
 
 // otherHelp is the # HELP text of the process and Go runtime families,
