@@ -214,7 +214,7 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scra
 		return false
 	}
 	p := &sc.peek
-	if err = p.parse(body); err != nil {
+	if err = p.parse(body, false); err != nil {
 		writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 		return false
 	}

@@ -27,7 +27,7 @@ func BenchmarkPeek(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		p := &peek{}
 		for pb.Next() {
-			if err := p.parse(benchBody); err != nil {
+			if err := p.parse(benchBody, false); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -56,32 +56,7 @@ func BenchmarkPeekLarge(b *testing.B) {
 	b.SetBytes(int64(len(largeBody)))
 	p := &peek{}
 	for b.Loop() {
-		if err := p.parse(largeBody); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkPeekReference and BenchmarkPeekReferenceLarge run the first
-// peek (fastjson.Validate, then a whole fastjson.Parser tree; refPeek in
-// peek_ref_test.go) on the same bodies, for before/after.
-func BenchmarkPeekReference(b *testing.B) {
-	b.ReportAllocs()
-	b.SetBytes(int64(len(benchBody)))
-	p := &refPeek{}
-	for b.Loop() {
-		if err := p.parse(benchBody); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkPeekReferenceLarge(b *testing.B) {
-	b.ReportAllocs()
-	b.SetBytes(int64(len(largeBody)))
-	p := &refPeek{}
-	for b.Loop() {
-		if err := p.parse(largeBody); err != nil {
+		if err := p.parse(largeBody, false); err != nil {
 			b.Fatal(err)
 		}
 	}
