@@ -327,7 +327,9 @@ func agree(t *testing.T, p *peek, body []byte, messages bool) {
 			User     *string
 			Stream   bool
 			Tools    []json.RawMessage
-			Metadata *struct{ UserID *string `json:"user_id"` }
+			Metadata *struct {
+				UserID *string `json:"user_id"`
+			}
 		}
 		if json.Unmarshal(body, &v) == nil {
 			user, hasUser := v.User, v.User != nil
@@ -350,7 +352,6 @@ func agree(t *testing.T, p *peek, body []byte, messages bool) {
 		t.Fatalf("body %q: error %q is not a client message", body, err)
 	}
 }
-
 
 // genValue writes a random JSON value of at most depth levels.
 func genValue(r *rand.Rand, b *strings.Builder, depth int) {
@@ -500,4 +501,3 @@ func FuzzPeekAgreesWithEncodingJSON(f *testing.F) {
 		agree(t, &peek{}, b, messages)
 	})
 }
-
