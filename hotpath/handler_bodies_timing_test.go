@@ -58,7 +58,7 @@ targets:
 func benchBodies(b *testing.B, srv *fasthttp.Server, body []byte) {
 	srv.Logger = quietLogger{}
 	ln := fasthttputil.NewInmemoryListener()
-	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
+	go srv.Serve(ln)     //nolint:errcheck // ends at Shutdown
 	defer srv.Shutdown() //nolint:errcheck
 	client := &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }, ReadTimeout: 10 * time.Second}
 	b.SetBytes(int64(len(body)))
