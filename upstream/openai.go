@@ -121,6 +121,9 @@ func (openAIAdapter) TranslateResponse(dst, body []byte, _ *Call) ([]byte, error
 	return append(dst, body...), nil
 }
 
+// relaysBody implements bodyRelayer: every answer passes through.
+func (openAIAdapter) relaysBody(*Call) bool { return true }
+
 // NewStream implements Adapter: an SSE relay.
 func (openAIAdapter) NewStream(*Call) StreamDecoder { return &sseDecoder{} }
 
