@@ -16,7 +16,7 @@ import (
 // one for its whole life, on top of fasthttp's own read buffer of the
 // upstream connection that it reads from, so it is small: a longer event
 // is read in several slices.
-var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<10) }}
 
 // stream handles a 2xx streaming answer: it reads the first event before
 // anything reaches the client (a failure there is an ordinary, failover-safe

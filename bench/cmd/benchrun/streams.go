@@ -109,7 +109,7 @@ func (b *bench) longRun(r *streamsRow, start func() (*proxy, error)) {
 		r.skipped = "the load run failed"
 		return
 	}
-	b.log.Info().Str("scenario", r.name).Int64("streams", r.res.Completed).Int64("events", r.res.Events).
+	b.log.Info().Str("scenario", r.name).Int64("streams", r.res.Completed).Int64("events", r.res.Events).Str("first_error", r.res.FirstError).
 		Int64("errors", r.res.Errors).Msg("measured")
 }
 
