@@ -95,7 +95,7 @@ targets:
 `
 	cfg := mustParse(t, src, noEnv)
 	wantServer := Server{Listen: "127.0.0.1:8080", MaxRequestBytes: 10485760, RequestTimeout: 300 * time.Second, ShutdownTimeout: 30 * time.Second}
-	if cfg.Server != wantServer {
+	if !reflect.DeepEqual(cfg.Server, wantServer) {
 		t.Errorf("server = %+v; want %+v", cfg.Server, wantServer)
 	}
 	if want := (Log{Level: "info", Format: "json", AccessLog: true}); cfg.Log != want {
@@ -130,7 +130,7 @@ targets:
 	}
 	cfg = mustParse(t, minimal+"server: {reduce_memory_usage: true}\n", noEnv)
 	if want := (Server{Listen: DefaultListen, MaxRequestBytes: DefaultMaxRequestBytes, RequestTimeout: DefaultRequestTimeout,
-		ShutdownTimeout: DefaultShutdownTimeout, ReduceMemoryUsage: true}); cfg.Server != want {
+		ShutdownTimeout: DefaultShutdownTimeout, ReduceMemoryUsage: true}); !reflect.DeepEqual(cfg.Server, want) {
 		t.Errorf("server with reduce_memory_usage: true = %+v; want %+v", cfg.Server, want)
 	}
 

@@ -17,6 +17,8 @@ const (
 	headerRequestID = "X-Request-Id"
 	headerMetadata  = "X-Gateway-Metadata"
 	headerRule      = "X-Gateway-Rule"
+
+	headerMetadataLower = "x-gateway-metadata"
 )
 
 // route is one path of the HTTP surface (SPEC §3).
@@ -74,6 +76,15 @@ func (r route) surface() (s router.Surface, ok bool) {
 	return 0, false
 }
 
+// recordSurface is the surface a Finished record names for route r:
+// telemetry.SurfaceNone off the API paths.
+func (r route) recordSurface() router.Surface {
+	if s, ok := r.surface(); ok {
+		return s
+	}
+	return telemetry.SurfaceNone
+}
+
 // Handler serves one request: it is the fasthttp.RequestHandler of the
 // gateway. Safe for concurrent use. A panic while serving (a bug) is
 // recovered and answered 500 internal_error; see Gateway.Panicked.
@@ -92,9 +103,19 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	// an unknown path and a wrong method on an API path are recorded with
 	// Rule telemetry.RuleNotRouted (surface telemetry.SurfaceNone off the
 	// API paths), as are requests fasthttp refuses (see errorHandler).
-	r := routeOf(rc.Path())
+	//
+	// Routes are matched on the path as sent, not as fasthttp decodes and
+	// normalizes it: /v1/images%2Fgenerations is not the images surface.
+	// The head is screened (framing, Host, Origin: see screen) before
+	// anything else reads it.
+	st := g.Load() // once: the whole request runs on this config
+	r := routeOf(rc.URI().PathOriginal())
+	if why := screen(rc, st); why != refusedNone {
+		g.refuse(rc, r, why, true)
+		return
+	}
 	if r == routeUnknown {
-		writeError(rc, fasthttp.StatusNotFound, "unknown path "+strconv.Quote(string(rc.Path())),
+		writeError(rc, fasthttp.StatusNotFound, "unknown path "+strconv.Quote(string(rc.URI().PathOriginal())),
 			upstream.TypeInvalidRequest, upstream.CodeNotFound)
 		g.finishEarly(rc, telemetry.SurfaceNone, telemetry.RuleNotRouted, nil)
 		return
@@ -105,7 +126,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
 		}
-		g.proxy(rc, s)
+		g.proxy(rc, st, s)
 		return
 	}
 	// The gateway's own endpoints answer GET (and HEAD, which fasthttp
@@ -117,7 +138,6 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	}
 	switch r {
 	case routeModels:
-		st := g.Load()
 		if st == nil {
 			writeNoConfig(rc)
 			return
@@ -134,7 +154,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 		case g.draining.Load():
 			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
 			rc.SetBodyString("draining\n")
-		case g.Load() == nil:
+		case st == nil:
 			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
 			rc.SetBodyString("no configuration loaded\n")
 		default:
@@ -166,10 +186,9 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
 
-// proxy serves one API request on surface s: peek, route, walk, write.
-// Handler has set X-Request-Id.
-func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
-	st := g.Load() // once: the whole request runs on this config
+// proxy serves one API request on surface s with State st: peek, route,
+// walk, write. Handler has set X-Request-Id and screened the request.
+func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface) {
 	if st == nil {
 		writeNoConfig(rc)
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
@@ -213,6 +232,12 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scra
 		writeBodyError(rc, err, st.maxRequestBytes)
 		return false
 	}
+	// A trailer section could carry fields the gateway reads (fasthttp
+	// merges them into the request's headers): refused, whatever it holds.
+	if len(rc.Request.Header.PeekTrailerKeys()) > 0 {
+		writeFraming(rc, "trailer fields are not accepted on requests")
+		return false
+	}
 	p := &sc.peek
 	if err = p.parse(body, false); err != nil {
 		writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
@@ -229,8 +254,15 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scra
 	// Metadata routes chat and completions only; elsewhere the header is
 	// ignored, not even validated (SPEC §4.2). The body is checked first,
 	// so a request with both wrong hears about its body.
+	// It is read from the header section as received, and only once.
 	if chatLike(s) {
-		pairs, err := sc.meta.Parse(rc.Request.Header.Peek(headerMetadata))
+		v, n := headerField(rc.Request.Header.RawHeaders(), headerMetadataLower)
+		if n > 1 {
+			writeError(rc, fasthttp.StatusBadRequest, headerMetadata+" is sent more than once; send it once",
+				upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+			return false
+		}
+		pairs, err := sc.meta.Parse(v)
 		if err != nil {
 			writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 			return false

@@ -299,7 +299,7 @@ func TestMalformedHTTPRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"))
+	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\n\r\n"))
 	var resp fasthttp.Response
 	if err := resp.Read(bufioReader(conn)); err != nil {
 		t.Fatal(err)
@@ -331,7 +331,7 @@ func TestBodyLimitAppliedBeforeTheBodyIsRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n" +
+		_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n" +
 			strings.Repeat("x", tc.sent)))
 		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 		var resp fasthttp.Response

@@ -104,10 +104,10 @@ targets:
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		var rc fasthttp.RequestCtx
-		rc.Request.Header.SetMethod("POST")
-		rc.Request.SetRequestURI("/v1/chat/completions")
-		rc.Request.Header.Set("X-Gateway-Metadata", `{"tier":"gold","team":"search"}`)
-		rc.Request.SetBody(benchBody)
+		if err := parseRequest(b, &rc.Request, "/v1/chat/completions",
+			"X-Gateway-Metadata: {\"tier\":\"gold\",\"team\":\"search\"}\r\n", benchBody); err != nil {
+			b.Fatal(err)
+		}
 		sc := &scratch{}
 		for pb.Next() {
 			setRequestID(&rc)

@@ -29,10 +29,10 @@ targets:
 		t.Fatal(err)
 	}
 	var rc fasthttp.RequestCtx
-	rc.Request.Header.SetMethod("POST")
-	rc.Request.SetRequestURI("/v1/chat/completions")
-	rc.Request.Header.Set("X-Gateway-Metadata", `{"tier":"gold","n":1.5}`)
-	rc.Request.SetBodyString(`{"model":"m-1","messages":[{"role":"user","content":"hi"}],"stream":true,"tools":[{}],"user":"u"}`)
+	if err := parseRequest(t, &rc.Request, "/v1/chat/completions", "X-Gateway-Metadata: {\"tier\":\"gold\",\"n\":1.5}\r\n",
+		[]byte(`{"model":"m-1","messages":[{"role":"user","content":"hi"}],"stream":true,"tools":[{}],"user":"u"}`)); err != nil {
+		t.Fatal(err)
+	}
 	sc := scratchPool.Get().(*scratch)
 	run := func() {
 		setRequestID(&rc)

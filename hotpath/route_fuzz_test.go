@@ -46,12 +46,13 @@ targets:
 	f.Fuzz(func(t *testing.T, body []byte, meta string, surface uint8) {
 		s := router.Surface(surface % uint8(router.NumSurfaces))
 		var rc fasthttp.RequestCtx
-		rc.Request.Header.SetMethod("POST")
-		rc.Request.SetRequestURI("/v1/chat/completions")
+		var hdr string
 		if meta != "" && !strings.ContainsAny(meta, "\r\n") {
-			rc.Request.Header.Set("X-Gateway-Metadata", meta)
+			hdr = "X-Gateway-Metadata: " + meta + "\r\n"
 		}
-		rc.Request.SetBody(body)
+		if err := parseRequest(t, &rc.Request, "/v1/chat/completions", hdr, body); err != nil {
+			return // a head the server would refuse before routing
+		}
 		sc := &scratch{}
 		if !routeRequest(&rc, st, s, sc) {
 			status := rc.Response.StatusCode()
