@@ -100,15 +100,6 @@ func reportPanic(obs Observer, v any) {
 
 var internalErrorEnvelope = AppendError(nil, "internal gateway error", TypeServer, CodeInternalError)
 
-// writeErrorFrame writes one SSE error frame and flushes it; errors are
-// ignored (the client may be gone).
-func writeErrorFrame(bw *bufio.Writer, envelope []byte) {
-	bw.WriteString("data: ") //nolint:errcheck // Flush reports it
-	bw.Write(envelope)       //nolint:errcheck
-	bw.WriteString("\n\n")   //nolint:errcheck
-	bw.Flush()               //nolint:errcheck
-}
-
 // Draining a finished stream for connection reuse is bounded by these.
 const (
 	drainTimeout = time.Second

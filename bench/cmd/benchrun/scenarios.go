@@ -60,8 +60,6 @@ type bench struct {
 	// unpinned starts proxies without affinity and at the default
 	// GOMAXPROCS (see placeCPUs).
 	unpinned bool
-	// longStreamer is the mock of the long-lived-streams scenario.
-	longStreamer *harness.Proc
 }
 
 // contender is one row of an interleaved comparison.
