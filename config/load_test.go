@@ -334,8 +334,8 @@ targets:
 	}
 	chat := router.SurfaceSet(1 << router.SurfaceChat)
 	wantTargets := []router.TargetSpec{
-		{Name: "a", Provider: "openai", Surfaces: router.AllSurfaces, Models: []string{"gpt-4o", "gpt-5*"}},
-		{Name: "b", Provider: "anthropic", Surfaces: chat},
+		{Name: "a", Provider: "openai", Surfaces: router.AllSurfaces &^ (1 << router.SurfaceMessages), Models: []string{"gpt-4o", "gpt-5*"}},
+		{Name: "b", Provider: "anthropic", Surfaces: chat | 1<<router.SurfaceMessages},
 		{Name: "c", Provider: "bedrock", Surfaces: chat, MappedModels: []string{"m", "z"}},
 	}
 	if !reflect.DeepEqual(targets, wantTargets) {
@@ -356,8 +356,8 @@ func TestProviderSurfaces(t *testing.T) {
 		provider string
 		want     []router.Surface
 	}{
-		{"openai", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages}},
-		{"anthropic", []router.Surface{router.SurfaceChat}},
+		{"openai", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages, router.SurfaceResponses}},
+		{"anthropic", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
 		{"bedrock", []router.Surface{router.SurfaceChat}},
 		{"azure", nil},
 	} {

@@ -30,6 +30,9 @@ const (
 	routeCompletions
 	routeEmbeddings
 	routeImages
+	routeResponses
+	routeMessages
+	routeCountTokens
 	routeModels
 	routeHealthz
 	routeReadyz
@@ -48,6 +51,12 @@ func routeOf(path []byte) route {
 		return routeEmbeddings
 	case "/v1/images/generations":
 		return routeImages
+	case "/v1/responses":
+		return routeResponses
+	case "/v1/messages":
+		return routeMessages
+	case "/v1/messages/count_tokens":
+		return routeCountTokens
 	case "/v1/models":
 		return routeModels
 	case "/healthz":
@@ -72,6 +81,10 @@ func (r route) surface() (s router.Surface, ok bool) {
 		return router.SurfaceEmbeddings, true
 	case routeImages:
 		return router.SurfaceImages, true
+	case routeResponses:
+		return router.SurfaceResponses, true
+	case routeMessages, routeCountTokens:
+		return router.SurfaceMessages, true
 	}
 	return 0, false
 }
@@ -126,7 +139,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
 		}
-		g.proxy(rc, st, s)
+		g.proxy(rc, st, s, r == routeCountTokens)
 		return
 	}
 	// The gateway's own endpoints answer GET (and HEAD, which fasthttp
@@ -186,9 +199,10 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
 
-// proxy serves one API request on surface s with State st: peek, route,
-// walk, write. Handler has set X-Request-Id and screened the request.
-func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface) {
+// proxy serves one API request on surface s with State st (countTokens:
+// POST /v1/messages/count_tokens): peek, route, walk, write. Handler has set
+// X-Request-Id and screened the request.
+func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool) {
 	if st == nil {
 		writeNoConfig(rc)
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
@@ -196,7 +210,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface) {
 	}
 	sc := scratchPool.Get().(*scratch)
 	defer releaseScratch(sc)
-	if !routeRequest(rc, st, s, sc) {
+	if !routeRequest(rc, st, s, countTokens, sc) {
 		g.finishEarly(rc, s, sc.rule, sc.peek.Model)
 		return
 	}
@@ -219,9 +233,9 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface) {
 
 // routeRequest peeks at the request and routes it: it fills sc with the matched
 // rule, the candidates and the Call, sets X-Gateway-Rule, and reports true.
-// On a bad request or when no candidate serves it, it writes the error and
-// reports false. It allocates nothing on the success path.
-func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scratch) bool {
+// On a bad request or when no candidate serves it, it writes the error (in
+// s's envelope) and reports false. It allocates nothing on the success path.
+func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool, sc *scratch) bool {
 	sc.rule = telemetry.RuleNotRouted // until Match: refused before routing
 
 	// Peek. The body is held to the limit of st, the State this request
@@ -239,32 +253,36 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scra
 		return false
 	}
 	p := &sc.peek
-	if err = p.parse(body, false); err != nil {
-		writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+	if err = p.parse(body, s == router.SurfaceMessages); err != nil {
+		writeSurfaceError(rc, s, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 		return false
 	}
+	// Only the chat-like surfaces stream; a "stream" field elsewhere is the
+	// upstream's business, not a reason to expect SSE. count_tokens never
+	// streams, and routes as the non-stream request it is.
+	stream := p.Stream && s.ChatLike() && !countTokens
 	req := router.Request{
 		Surface:  s,
 		Model:    p.Model,
 		User:     p.User,
 		HasUser:  p.HasUser,
-		Stream:   p.Stream,
+		Stream:   stream,
 		HasTools: p.HasTools,
 	}
-	// Metadata routes chat and completions only; elsewhere the header is
+	// Metadata routes chat-like surfaces only; elsewhere the header is
 	// ignored, not even validated (SPEC §4.2). The body is checked first,
 	// so a request with both wrong hears about its body.
 	// It is read from the header section as received, and only once.
-	if chatLike(s) {
+	if s.ChatLike() {
 		v, n := headerField(rc.Request.Header.RawHeaders(), headerMetadataLower)
 		if n > 1 {
-			writeError(rc, fasthttp.StatusBadRequest, headerMetadata+" is sent more than once; send it once",
+			writeSurfaceError(rc, s, fasthttp.StatusBadRequest, headerMetadata+" is sent more than once; send it once",
 				upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 			return false
 		}
 		pairs, err := sc.meta.Parse(v)
 		if err != nil {
-			writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+			writeSurfaceError(rc, s, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 			return false
 		}
 		req.Metadata = pairs
@@ -290,27 +308,23 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scra
 	sc.cands = cands
 	if len(cands) == 0 {
 		if servesModel {
-			writeError(rc, fasthttp.StatusNotFound, "model "+strconv.Quote(string(p.Model))+
+			writeSurfaceError(rc, s, fasthttp.StatusNotFound, "model "+strconv.Quote(string(p.Model))+
 				" is not served on "+string(rc.Path())+" by the targets this request routes to",
 				upstream.TypeInvalidRequest, upstream.CodeUnsupportedEndpoint)
 		} else {
-			writeError(rc, fasthttp.StatusNotFound, "model "+strconv.Quote(string(p.Model))+
+			writeSurfaceError(rc, s, fasthttp.StatusNotFound, "model "+strconv.Quote(string(p.Model))+
 				" is not served by the targets this request routes to",
 				upstream.TypeInvalidRequest, upstream.CodeModelNotFound)
 		}
 		return false
 	}
 
-	// Only chat and completions stream; a "stream" field elsewhere is the
-	// upstream's business, not a reason to expect SSE.
-	sc.call = upstream.Call{Surface: s, Stream: p.Stream && chatLike(s), Body: body, Model: p.Model}
+	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens}
+	if s == router.SurfaceMessages {
+		// The pass-through forwards anthropic-version and anthropic-beta.
+		sc.call.Header = &rc.Request.Header
+	}
 	return true
-}
-
-// chatLike reports whether surface s has streaming answers and routes on
-// stream, has_tools and metadata: chat and completions.
-func chatLike(s router.Surface) bool {
-	return s == router.SurfaceChat || s == router.SurfaceCompletions
 }
 
 func releaseScratch(sc *scratch) {

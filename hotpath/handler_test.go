@@ -128,7 +128,7 @@ func TestNoStateLoaded(t *testing.T) {
 func TestUnknownPathAndWrongMethod(t *testing.T) {
 	a, b, c := threeMocks(t)
 	tg := startGateway(t, baseConfig, a, b, c)
-	for _, p := range []string{"/", "/v1", "/v1/chat/completions/", "/v1/responses", "/V1/models", "/v1/models/gpt-4o"} {
+	for _, p := range []string{"/", "/v1", "/v1/chat/completions/", "/v1/response", "/V1/models", "/v1/models/gpt-4o"} {
 		r := tg.do("GET", p, "")
 		wantResponse(t, p, r, 404, envelope("unknown path "+`"`+p+`"`, "invalid_request_error", "not_found"))
 		if r.Header["Content-Type"] != "application/json" {

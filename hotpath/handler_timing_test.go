@@ -111,7 +111,7 @@ targets:
 		sc := &scratch{}
 		for pb.Next() {
 			setRequestID(&rc)
-			if !routeRequest(&rc, st, router.SurfaceChat, sc) || len(sc.cands) != 2 {
+			if !routeRequest(&rc, st, router.SurfaceChat, false, sc) || len(sc.cands) != 2 {
 				b.Fatalf("not routed: %s", rc.Response.Body())
 			}
 		}

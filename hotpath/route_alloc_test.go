@@ -36,7 +36,7 @@ targets:
 	sc := scratchPool.Get().(*scratch)
 	run := func() {
 		setRequestID(&rc)
-		if !routeRequest(&rc, st, router.SurfaceChat, sc) || len(sc.cands) != 2 || sc.cands[0].Name != "b" || sc.rule != 1 {
+		if !routeRequest(&rc, st, router.SurfaceChat, false, sc) || len(sc.cands) != 2 || sc.cands[0].Name != "b" || sc.rule != 1 {
 			t.Fatalf("routed to %d candidates, rule %d: %s", len(sc.cands), sc.rule, rc.Response.Body())
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/router"
 )
 
 // relayBody is a committed stream's response body. fasthttp's server
@@ -21,7 +23,8 @@ import (
 // Not safe for concurrent use: fasthttp reads and closes it from one
 // goroutine.
 type relayBody struct {
-	t      *Target
+	t       *Target
+	surface router.Surface
 	ticket Ticket
 	resp   *fasthttp.Response
 	dec    StreamDecoder
@@ -100,7 +103,7 @@ func (s *relayBody) next() (out []byte) {
 			reportPanic(s.obs, v)
 			s.finish(ClassTransport)
 			s.breakerClass = ClassCanceled
-			out = appendErrorFrame((*s.buf)[:0], internalErrorEnvelope)
+			out = appendErrorFrame((*s.buf)[:0], s.surface, internalErrorEnvelope(s.surface))
 			*s.buf = out[:0]
 		}
 	}()
@@ -120,19 +123,17 @@ func (s *relayBody) next() (out []byte) {
 		s.finish(ClassOK)
 		return s.frame
 	}
-	o := streamFailure(s.err)
+	o := streamFailure(s.err, s.surface)
 	s.finish(o.class)
-	s.frame = appendErrorFrame(s.frame, o.envelope)
+	if o.framed {
+		// The upstream's own error event, already in the frame.
+		return s.frame
+	}
+	s.frame = appendErrorFrame(s.frame, s.surface, o.envelope)
 	*s.buf = s.frame[:0]
 	return s.frame
 }
 
-// appendErrorFrame appends the SSE frame of an error envelope.
-func appendErrorFrame(dst, envelope []byte) []byte {
-	dst = append(dst, "data: "...)
-	dst = append(dst, envelope...)
-	return append(dst, "\n\n"...)
-}
 
 // finish records the relay's outcome once.
 func (s *relayBody) finish(c Class) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/router"
 )
 
 // readerPool holds the stream decoders' read buffers. Each open stream holds
@@ -23,8 +25,9 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<
 // attempt failure), then commits and hands the rest to a stream writer that
 // relays event by event. After the commit a failure ends the stream with an
 // SSE error frame and no [DONE]; nothing is retried.
-func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time.Time) (outcome, bool) {
-	dec := t.Adapter.NewStream(w.call)
+func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Response, t0 time.Time) (outcome, bool) {
+	dec := ad.NewStream(w.call)
+	surface := w.call.Surface
 	br := readerPool.Get().(*bufio.Reader)
 	src := resp.BodyStream()
 	if src == nil {
@@ -41,7 +44,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 	frame, err := dec.Next((*buf)[:0], br)
 	w.now = w.clk.now() // the first event may take long: done and TTFB need this
 	if err != nil && err != io.EOF {
-		o := streamFailure(err)
+		o := streamFailure(err, surface)
 		o.status = max(o.status, 0)
 		resp.CloseBodyStream() //nolint:errcheck // discards the connection if unread
 		br.Reset(nil)
@@ -69,7 +72,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 	// the relay ends as for a disconnect. The net.Conn is taken now: it
 	// outlives the handler, the RequestCtx may not be touched after it.
 	sb := relayBodyPool.Get().(*relayBody)
-	*sb = relayBody{t: t, ticket: ticket, resp: resp, dec: dec, br: br, buf: buf, frame: frame, err: err,
+	*sb = relayBody{t: t, surface: surface, ticket: ticket, resp: resp, dec: dec, br: br, buf: buf, frame: frame, err: err,
 		obs: w.obs, clk: w.clk, start: w.start, res: w.res, laddr: resp.LocalAddr(), client: clientConn(rc)}
 	// From here the body owns the ticket, the slot, resp, br and buf.
 	w.pending = false
@@ -98,7 +101,11 @@ func reportPanic(obs Observer, v any) {
 	}
 }
 
-var internalErrorEnvelope = AppendError(nil, "internal gateway error", TypeServer, CodeInternalError)
+// internalErrorEnvelope is the error of a gateway bug inside a stream of
+// surface s.
+func internalErrorEnvelope(s router.Surface) []byte {
+	return AppendSurfaceError(nil, s, 500, "internal gateway error", TypeServer, CodeInternalError)
+}
 
 // Draining a finished stream for connection reuse is bounded by these.
 const (
@@ -120,27 +127,28 @@ func putFrame(buf *[]byte) {
 	}
 }
 
-// streamFailure turns a decoder error into an outcome with its envelope.
-func streamFailure(err error) outcome {
+// streamFailure turns a decoder error into an outcome with its envelope,
+// in surface s's shape when the gateway makes it.
+func streamFailure(err error, s router.Surface) outcome {
 	var se *StreamError
 	if errors.As(err, &se) {
-		o := outcome{class: se.Class, status: se.Status, envelope: se.Body}
+		o := outcome{class: se.Class, status: se.Status, envelope: se.Body, framed: se.Framed}
 		if len(o.envelope) == 0 {
 			// A decoder that gave no envelope must still produce a
 			// well-formed error frame (and final answer), not "data: ".
 			if o.class == ClassClient || o.class == ClassContextLength {
-				o.envelope = AppendError(nil, "upstream refused the request", TypeInvalidRequest, CodeInvalidRequest)
+				o.envelope = AppendSurfaceError(nil, s, 400, "upstream refused the request", TypeInvalidRequest, CodeInvalidRequest)
 			} else {
-				o.envelope = AppendError(nil, "upstream stream failed", TypeUpstream, CodeUpstreamError)
+				o.envelope = AppendSurfaceError(nil, s, 502, "upstream stream failed", TypeUpstream, CodeUpstreamError)
 			}
 		}
 		return o
 	}
 	class := errClass(err)
 	if class == ClassTimeout {
-		return outcome{class: class, envelope: AppendError(nil, "upstream stream timed out", TypeUpstream, CodeGatewayTimeout)}
+		return outcome{class: class, envelope: AppendSurfaceError(nil, s, 504, "upstream stream timed out", TypeUpstream, CodeGatewayTimeout)}
 	}
-	return outcome{class: class, envelope: AppendError(nil, "upstream stream failed", TypeUpstream, CodeUpstreamError)}
+	return outcome{class: class, envelope: AppendSurfaceError(nil, s, 502, "upstream stream failed", TypeUpstream, CodeUpstreamError)}
 }
 
 // clientConn returns the client connection of rc if its write deadline can
