@@ -83,7 +83,7 @@ func main() {
 	flag.StringVar(&o.profileDir, "profile-dir", "", "where to keep the raw profiles (default: a new directory under the system temp dir, logged)")
 	flag.StringVar(&o.history, "history", "bench/HISTORY.md", "hand-written before/after notes appended verbatim as \"## Before and after\" when the file exists")
 	flag.StringVar(&o.sweepMock, "sweep-mock", "inprocess", "upstream of the latency sweep: inprocess (a mock inside this driver process) or process (the mock upstream process the other rows use)")
-	flag.StringVar(&o.only, "only", "", "run only this scenario group: sizes (body sizes) or streams (long-lived streams); default all")
+	flag.StringVar(&o.only, "only", "", "run only this scenario group: sizes (body sizes), streams (long-lived streams) or profile; default all")
 	flag.Parse()
 	if o.sweepMock != "inprocess" && o.sweepMock != "process" {
 		fmt.Fprintln(os.Stderr, "-sweep-mock must be inprocess or process")
@@ -155,6 +155,8 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		b.bodySizes()
 	case "streams":
 		b.longStreams()
+	case "profile":
+		b.profile(root)
 	default:
 		b.scenarios()
 		b.sweep()
