@@ -71,14 +71,6 @@ func (c Class) Counted() bool {
 	return c == ClassTransport || c == ClassTimeout || c == ClassServer
 }
 
-// bodyRelayer is implemented by an adapter whose TranslateResponse is a
-// plain copy for some calls (pass-through): for those the walk hands the
-// upstream response's body buffer to the client response instead of
-// copying it.
-type bodyRelayer interface {
-	relaysBody(c *Call) bool
-}
-
 // Endpoint is where and how to reach one target. Immutable; the credential
 // fields are secrets and must never be logged.
 type Endpoint struct {

@@ -132,9 +132,6 @@ func (openAIAdapter) TranslateResponse(dst, body []byte, _ *Call) ([]byte, error
 	return append(dst, body...), nil
 }
 
-// relaysBody implements bodyRelayer: every answer passes through.
-func (openAIAdapter) relaysBody(*Call) bool { return true }
-
 // NewStream implements Adapter: an SSE relay; on responses, of named events.
 func (openAIAdapter) NewStream(c *Call) StreamDecoder {
 	if c.Surface == router.SurfaceResponses {
