@@ -41,6 +41,10 @@ type relayBody struct {
 	res    Result
 	laddr  net.Addr
 	client net.Conn
+	// guard is the walk's client watch, upConn the upstream connection it
+	// keeps bound until the stream ends.
+	guard  *callGuard
+	upConn *trackedConn
 
 	// readBy and writeBy are the deadlines last armed on the upstream's
 	// read and the client's write.
@@ -115,6 +119,9 @@ func (s *relayBody) next() (out []byte) {
 		s.armRead()
 		s.frame, s.err = s.dec.Next(s.frame[:0], s.br)
 	}
+	// Every byte written passes t.redact (the target's own credential
+	// never reaches the client, even when an upstream echoes it).
+	s.frame = s.t.redact(s.frame)
 	*s.buf = s.frame[:0]
 	switch {
 	case s.err == nil:
@@ -129,7 +136,7 @@ func (s *relayBody) next() (out []byte) {
 		// The upstream's own error event, already in the frame.
 		return s.frame
 	}
-	s.frame = appendErrorFrame(s.frame, s.surface, o.envelope)
+	s.frame = appendErrorFrame(s.frame, s.surface, s.t.redact(o.envelope))
 	*s.buf = s.frame[:0]
 	return s.frame
 }
@@ -181,6 +188,11 @@ func (s *relayBody) release() {
 	if s.t == nil {
 		return // released already
 	}
+	if !s.guard.unbind(s.upConn) || s.guard.Gone() {
+		// The client left: whatever the relay saw after its upstream
+		// connection was closed is no upstream failure.
+		s.class, s.breakerClass = ClassCanceled, ClassCanceled
+	}
 	if s.class == ClassOK {
 		// After [DONE] only the body's terminating chunk should be left:
 		// read it (briefly) so the connection goes back to the pool.
@@ -205,6 +217,7 @@ func (s *relayBody) release() {
 	s.br.Reset(nil)
 	readerPool.Put(s.br)
 	putFrame(s.buf)
+	s.guard.release()
 	end := s.clk.now()
 	s.t.Breaker().Done(s.ticket, s.breakerClass, end)
 	s.t.Limiter().Release()

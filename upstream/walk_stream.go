@@ -43,9 +43,15 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	// the read.
 	frame, err := dec.Next((*buf)[:0], br)
 	w.now = w.clk.now() // the first event may take long: done and TTFB need this
+	upConn := trackedOfAddr(resp.LocalAddr())
 	if err != nil && err != io.EOF {
 		o := streamFailure(err, surface)
 		o.status = max(o.status, 0)
+		o.envelope = t.redact(o.envelope)
+		if w.guard.unbind(upConn); w.guard.Gone() {
+			// The client left while the first event was awaited.
+			o = outcome{class: ClassCanceled}
+		}
 		resp.CloseBodyStream() //nolint:errcheck // discards the connection if unread
 		br.Reset(nil)
 		readerPool.Put(br)
@@ -73,9 +79,13 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	// outlives the handler, the RequestCtx may not be touched after it.
 	sb := relayBodyPool.Get().(*relayBody)
 	*sb = relayBody{t: t, surface: surface, ticket: ticket, resp: resp, dec: dec, br: br, buf: buf, frame: frame, err: err,
-		obs: w.obs, clk: w.clk, start: w.start, res: w.res, laddr: resp.LocalAddr(), client: clientConn(rc)}
-	// From here the body owns the ticket, the slot, resp, br and buf.
+		obs: w.obs, clk: w.clk, start: w.start, res: w.res, laddr: resp.LocalAddr(), client: clientConn(rc),
+		guard: w.guard, upConn: upConn}
+	// From here the body owns the ticket, the slot, resp, br, buf and the
+	// client watch (which keeps the upstream connection bound: the client
+	// leaving cuts a silent upstream's read).
 	w.pending = false
+	w.guard = nil
 	rc.Response.SetBodyStream(sb, -1)
 	return outcome{class: ClassOK}, true
 }
