@@ -347,7 +347,7 @@ func syntaxProblem(file string, err error) Problem {
 }
 
 var (
-	topKeys       = []string{"server", "log", "strategy", "targets"}
+	topKeys       = []string{"server", "log", "strategy", "targets", "auth"}
 	serverKeys    = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "reduce_memory_usage"}
 	logKeys       = []string{"level", "format", "access_log"}
 	strategyKeys  = []string{"mode", "conditions"}
@@ -403,6 +403,7 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 			cfg.Targets[i] = d.decodeTarget(it, index("targets", i))
 		}
 	}
+	d.decodeAuth(top["auth"], cfg)
 	return cfg
 }
 

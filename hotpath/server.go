@@ -158,7 +158,7 @@ func (g *Gateway) errorHandler(rc *fasthttp.RequestCtx, err error) {
 		if as, ok := routeOf(rc.Path()).surface(); ok {
 			s = as
 		}
-		g.finishRefused(rc, s, telemetry.RuleNotRouted, nil, 0)
+		g.finishRefused(rc, s, telemetry.RuleNotRouted, nil, 0, "")
 	}
 }
 

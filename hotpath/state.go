@@ -33,6 +33,8 @@ type State struct {
 	// when zero (a Config built by hand rather than loaded).
 	maxRequestBytes int
 	requestTimeout  time.Duration
+	// keys are the client keys by digest; nil without an auth block.
+	keys keyring
 }
 
 // Build compiles cfg into a State. Runtime targets come from pool, so
@@ -68,6 +70,7 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 		st.Targets[i] = t
 	}
 	st.ModelsBody = appendModels(nil, snap.Models(), snap.Created())
+	st.keys = buildKeys(cfg, snap)
 	return st, nil
 }
 

@@ -55,6 +55,8 @@ type Entry struct {
 	Stream bool
 	// Class is the request's outcome class (upstream.ClassOK on success).
 	Class upstream.Class
+	// Key is the name of the client key that authenticated the request; "" without auth.
+	Key string
 }
 
 // RuleNotRouted is Entry.Rule for a request refused before it was routed:
@@ -82,8 +84,9 @@ func NewAccessLog(l zerolog.Logger) *AccessLog {
 // (model_truncated: true when cut), rule ("fallback", "none" when not
 // routed, or the index; always a string so the field has one type), chain (array of target names),
 // target, attempts, status, outcome (the class name), stream, latency_ms
-// and, for streams, ttfb_ms (milliseconds, microsecond precision). It does
-// not allocate.
+// and, for streams, ttfb_ms (milliseconds, microsecond precision), and key
+// (the client key's name) when the request presented one. It does not
+// allocate.
 func (a *AccessLog) Log(e *Entry) {
 	if a == nil || e == nil {
 		return
@@ -118,6 +121,9 @@ func (a *AccessLog) Log(e *Entry) {
 		Float64("latency_ms", millis(e.Latency))
 	if e.Stream {
 		ev.Float64("ttfb_ms", millis(e.TTFB))
+	}
+	if e.Key != "" {
+		ev.Str("key", e.Key) // the client key's name, never the key
 	}
 	ev.Msg("request")
 }

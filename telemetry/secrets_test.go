@@ -164,6 +164,7 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 		"RequestID []uint8", "Surface router.Surface", "Model []uint8", "Rule int", "Walked []string",
 		"Target string", "Attempts int", "Status int", "Latency time.Duration", "TTFB time.Duration",
 		"Stream bool", "Class upstream.Class",
+		"Key string", // the client key's name, never the key
 	}
 	typ := reflect.TypeFor[Entry]()
 	var got []string
