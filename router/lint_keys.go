@@ -64,13 +64,13 @@ func LintKeys(rules []RuleSpec, targets []TargetSpec, keys []KeySpec) []KeyFindi
 		if r.Key == KeyMetadata {
 			what = "metadata " + strconv.Quote(r.Field)
 		}
-		verb := "leave"
+		verb, their, them := "leave", "their", "them"
 		if len(open) == 1 {
-			verb = "leaves"
+			verb, their, them = "leaves", "its", "it"
 		}
 		out = append(out, KeyFinding{Rule: j, Key: -1, Message: fmt.Sprintf(
-			"client %s %s %s unbound, so its clients can claim this rule by %s; bind %s on the key to decide it",
-			nameList(open), verb, what, claim, what)})
+			"client %s %s %s unbound: %s clients can claim this rule by %s; bind %s on %s",
+			nameList(open), verb, what, their, claim, what, them)})
 	}
 	for i := range keys {
 		if !s.keyRoutesSome(&keys[i]) {
