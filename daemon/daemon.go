@@ -134,6 +134,7 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 	d.tel.attach(d.gw, log)
 	d.tel.targets(st)
 	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()}, d.reduceMemory)
+	warnOpen(log, d.bind, cfg)
 	log.Info().Str("file", cfgPath).Str("config_hash", d.hash).
 		Int("rules", len(cfg.Strategy.Conditions)).Int("targets", len(cfg.Targets)).
 		Msg("configuration loaded")
