@@ -3,6 +3,7 @@ package hotpath
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -275,6 +276,50 @@ func TestBearerToken(t *testing.T) {
 		tok, ok := bearerToken([]byte(c.in))
 		if string(tok) != c.tok || ok != c.ok {
 			t.Errorf("bearerToken(%q) = %q, %v; want %q, %v", c.in, tok, ok, c.tok, c.ok)
+		}
+	}
+}
+
+// TestAuthIgnoresTrailers: a key sent in a chunked body's trailer is not
+// a key (only the header section authenticates), with request bodies
+// streamed or read whole by fasthttp (server.reduce_memory_usage).
+func TestAuthIgnoresTrailers(t *testing.T) {
+	for _, reduce := range []bool{false, true} {
+		c, a, b := startMock(t, "c"), startMock(t, "a"), startMock(t, "b")
+		yaml := authYAML
+		if reduce {
+			yaml = "server: {reduce_memory_usage: true}\n" + yaml
+		}
+		tg := startGateway(t, yaml, c, a, b)
+		send := func(header, trailer string) string {
+			conn, err := netDial(tg.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			body := `{"model":"gpt-4o"}`
+			req := "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + header +
+				"Transfer-Encoding: chunked\r\n\r\n" + strconv.FormatInt(int64(len(body)), 16) + "\r\n" + body + "\r\n0\r\n" + trailer + "\r\n"
+			if _, err := conn.Write([]byte(req)); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufioReader(conn).ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimSpace(line)
+		}
+		if got := send("", "x-api-key: sy-open\r\n"); got != "HTTP/1.1 401 Unauthorized" {
+			t.Errorf("reduce %v: key in the trailer only: %s; want 401", reduce, got)
+		}
+		if got := send("Trailer: x-api-key\r\n", "x-api-key: sy-open\r\n"); got != "HTTP/1.1 401 Unauthorized" {
+			t.Errorf("reduce %v: announced trailer key: %s; want 401", reduce, got)
+		}
+		if got := send("x-api-key: sy-open\r\n", "x-api-key: sy-gold\r\n"); got != "HTTP/1.1 200 OK" {
+			t.Errorf("reduce %v: key in the header, another in the trailer: %s; want 200", reduce, got)
+		}
+		if n := c.calls.Load() + a.calls.Load() + b.calls.Load(); n != 1 {
+			t.Errorf("reduce %v: %d upstream calls; want 1", reduce, n)
 		}
 	}
 }
