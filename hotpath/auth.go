@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"strconv"
-	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -40,8 +39,8 @@ type clientKey struct {
 type keyring map[[sha256.Size]byte]*clientKey
 
 // buildKeys compiles cfg's client keys against snap: nil without an auth
-// block. Keys with the same bindings and allow-list share one /v1/models
-// body.
+// block. Keys whose bindings and allow-list route alike share one
+// /v1/models body, so 10,000 tenants bound to users no rule names cost one.
 func buildKeys(cfg *config.Config, snap *router.Snapshot) keyring {
 	specs := cfg.KeySpecs()
 	if len(specs) == 0 {
@@ -51,7 +50,7 @@ func buildKeys(cfg *config.Config, snap *router.Snapshot) keyring {
 	bodies := map[string][]byte{}
 	for i := range specs {
 		k := &clientKey{spec: specs[i], allow: router.NewModelSet(specs[i].Models)}
-		sig := identitySignature(&k.spec)
+		sig := snap.IdentityKey(&k.spec)
 		body, ok := bodies[sig]
 		if !ok {
 			body = appendModels(nil, snap.ModelsFor(&k.spec), snap.Created())
@@ -61,28 +60,6 @@ func buildKeys(cfg *config.Config, snap *router.Snapshot) keyring {
 		ring[cfg.Auth.Keys[i].Digest] = k
 	}
 	return ring
-}
-
-// identitySignature is a text that two keys share exactly when their
-// bindings and allow-lists are the same.
-func identitySignature(k *router.KeySpec) string {
-	var b strings.Builder
-	if k.HasUser {
-		b.WriteString(strconv.Quote(string(k.User)))
-	}
-	b.WriteByte('|')
-	for _, p := range k.Metadata {
-		b.WriteString(strconv.Quote(string(p.Key)) + "=" + strconv.Quote(string(p.Value)) + ",")
-	}
-	b.WriteByte('|')
-	if k.Models != nil {
-		for _, m := range k.Models {
-			b.WriteString(strconv.Quote(m) + ",")
-		}
-	} else {
-		b.WriteString("*any")
-	}
-	return b.String()
 }
 
 // authenticate finds the client key a request presents, from the header

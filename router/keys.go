@@ -1,5 +1,10 @@
 package router
 
+import (
+	"strconv"
+	"strings"
+)
+
 // KeySpec is what routing needs to know of a client key (SPEC §7): the
 // identity it binds and the models it may use. The caller builds a
 // Request for a key's client with Bind.
@@ -77,4 +82,30 @@ func (s *Snapshot) ModelsFor(k *KeySpec) []ModelInfo {
 		}
 	}
 	return s.modelsFor(&base, &allow, extra)
+}
+
+// IdentityKey returns a text two keys share when requests carrying only a
+// model route alike for both: their allow-lists are the same, and so are
+// the bound user and metadata entries that some rule could match (a bound
+// user no user rule names routes like no user). Callers use it to compute
+// ModelsFor once per distinct identity.
+func (s *Snapshot) IdentityKey(k *KeySpec) string {
+	var b strings.Builder
+	if _, ok := s.users[string(k.User)]; k.HasUser && ok {
+		b.WriteString(strconv.Quote(string(k.User)))
+	}
+	b.WriteByte('|')
+	for _, p := range k.Metadata {
+		if _, ok := s.meta[string(p.Key)][string(p.Value)]; ok {
+			b.WriteString(strconv.Quote(string(p.Key)) + "=" + strconv.Quote(string(p.Value)) + ",")
+		}
+	}
+	b.WriteByte('|')
+	if k.Models == nil {
+		b.WriteString("*")
+	}
+	for _, m := range k.Models {
+		b.WriteString(strconv.Quote(m) + ",")
+	}
+	return b.String()
 }

@@ -71,3 +71,35 @@ func TestModelsFor(t *testing.T) {
 		t.Errorf("Models %v", got)
 	}
 }
+
+func TestIdentityKey(t *testing.T) {
+	s, err := Compile([]RuleSpec{
+		{Key: KeyMetadata, Field: "region", Value: "eu", Chain: []int{0}},
+		{Key: KeyUser, Value: "vip", Chain: []int{0}},
+	}, []TargetSpec{{Name: "a", Surfaces: AllSurfaces}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := func(k, v string) []Pair { return []Pair{{Key: []byte(k), Value: []byte(v)}} }
+	same := [][2]KeySpec{
+		{{}, {User: []byte("acme"), HasUser: true}}, // no rule names acme
+		{{}, {Metadata: md("region", "us")}},        // nor region us
+		{{Metadata: md("region", "eu")}, {Metadata: md("region", "eu"), User: []byte("x"), HasUser: true}},
+	}
+	for _, p := range same {
+		if s.IdentityKey(&p[0]) != s.IdentityKey(&p[1]) {
+			t.Errorf("%+v and %+v route alike", p[0], p[1])
+		}
+	}
+	differ := [][2]KeySpec{
+		{{}, {User: []byte("vip"), HasUser: true}},
+		{{}, {Metadata: md("region", "eu")}},
+		{{}, {Models: []string{"a"}}},
+		{{Models: []string{}}, {}},
+	}
+	for _, p := range differ {
+		if s.IdentityKey(&p[0]) == s.IdentityKey(&p[1]) {
+			t.Errorf("%+v and %+v do not route alike", p[0], p[1])
+		}
+	}
+}
