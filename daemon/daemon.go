@@ -282,6 +282,9 @@ func (d *Daemon) Reload() (result string) {
 	d.tel.targets(st)
 	d.tel.reload(ReloadSuccess, hash, now)
 	d.warnRestartOnly(log, cfg)
+	if old.Config.Auth.Enabled() {
+		warnOpen(log, d.bind, cfg) // a reload that drops every key opens the gateway
+	}
 	log.Info().Str("config_hash", hash).
 		Int("rules", len(cfg.Strategy.Conditions)).Int("targets", len(cfg.Targets)).
 		Int("pool_identities", d.pool.Len()).

@@ -40,3 +40,31 @@ targets: [{virtual_key: a, provider: openai, base_url: "http://127.0.0.1:1/v1"}]
 		}
 	}
 }
+
+// TestOpenGatewayWarningOnReload: a reload that removes the auth block of
+// a gateway listening beyond loopback warns; one that keeps it does not.
+func TestOpenGatewayWarningOnReload(t *testing.T) {
+	const base = `strategy:
+  mode: conditional
+  conditions: [{key: model, value: m, target_key: a}]
+targets: [{virtual_key: a, provider: openai, base_url: "http://127.0.0.1:1/v1"}]
+`
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	writeFile(t, path, base+"auth: {keys: [{name: k, key: sy-k}]}\n")
+	logs := &syncBuffer{}
+	d, err := New(path, "0.0.0.0:0", logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, base+"auth: {keys: [{name: k2, key: sy-k2}]}\n")
+	if got := d.Reload(); got != ReloadSuccess {
+		t.Fatal(got)
+	}
+	writeFile(t, path, base)
+	if got := d.Reload(); got != ReloadSuccess {
+		t.Fatal(got)
+	}
+	if n := strings.Count(logs.String(), "no auth block: the gateway is open"); n != 1 {
+		t.Errorf("%d warnings; want 1 (the reload that dropped the keys)\n%s", n, logs)
+	}
+}
