@@ -63,7 +63,8 @@ func buildKeys(cfg *config.Config, snap *router.Snapshot) keyring {
 }
 
 // authenticate finds the client key a request presents, from the header
-// section only (never a chunked trailer: it runs before the body is read).
+// section only: it runs before a streamed body (and its trailer) is read,
+// and Header.All lists no trailer field, which fasthttp keeps apart.
 // Without auth it returns nil, true. Otherwise it answers 400 for a
 // repeated Authorization or x-api-key header or for both carrying different
 // keys, 401 invalid_api_key for a missing or unknown key, and reports
