@@ -23,9 +23,14 @@ const maxHashInput = 64 << 10
 
 // keys implements `switchyard keys new [-name N]` and `switchyard keys hash`.
 func keys(args []string, stdout, stderr io.Writer) int {
+	const use = "usage: switchyard keys new [-name N] | switchyard keys hash < KEYFILE\n"
 	if len(args) == 0 {
-		fmt.Fprint(stderr, "switchyard keys: want a subcommand: new [-name N] or hash\n")
+		fmt.Fprint(stderr, "switchyard keys: want a subcommand: new or hash\n"+use)
 		return ExitUsage
+	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stdout, use)
+		return ExitOK
 	}
 	switch args[0] {
 	case "new":
