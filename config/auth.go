@@ -28,6 +28,9 @@ func (a *Auth) Enabled() bool { return len(a.Keys) > 0 }
 // X-Gateway-Metadata header may carry (SPEC §4.2).
 const MaxKeyMetadata = 32
 
+// maxKeyName bounds a key's name, a label in every access line and metric.
+const maxKeyName = 128
+
 // ClientKey is one client key: its name, its digest and what it binds.
 // The key itself is never kept: a `key:` value is hashed at load.
 type ClientKey struct {
@@ -148,6 +151,8 @@ func (d *decoder) validateAuth(cfg *Config) {
 		switch first, dup := names[k.Name]; {
 		case k.Name == "":
 			d.problemf(p("name"), "name is required; want a unique label for logs and metrics")
+		case strings.ContainsFunc(k.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }) || len(k.Name) > maxKeyName:
+			d.problemf(p("name"), "name has control characters or is over %d bytes; want a short label for logs and metrics", maxKeyName)
 		case dup:
 			d.problemf(p("name"), "duplicate name %q (first at auth.keys[%d], line %d); want unique names", k.Name, first, cfg.Auth.Keys[first].Line)
 		default:

@@ -77,6 +77,8 @@ func TestAuthProblems(t *testing.T) {
 			{"auth.keys[1].key", 10, "@@a", "the same key as auth.keys[0] (a, line 9); want one key per client, so names and bindings are unambiguous"}}},
 		{"duplicate name", "auth:\n  keys:\n    - {name: a, key: x1}\n    - {name: a, key: x2}\n", nil, []want{
 			{"auth.keys[1].name", 10, "a,", `duplicate name "a" (first at auth.keys[0], line 9); want unique names`}}},
+		{"control name", "auth:\n  keys:\n    - {name: \"a\\nb\", key: x1}\n", nil, []want{
+			{"auth.keys[0].name", 9, `"a`, "name has control characters or is over 128 bytes; want a short label for logs and metrics"}}},
 		{"unset env", "auth:\n  keys:\n    - {name: a, key: \"${NOPE}\"}\n", nil, []want{
 			{"auth.keys[0].key", 9, `"${NOPE}"`, "environment variable NOPE is not set; set it, or write ${NOPE:-} for an empty default"}}},
 		{"empty env", "auth:\n  keys:\n    - {name: a, key: \"${K}\"}\n", map[string]string{"K": ""}, []want{
