@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"strconv"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -48,8 +49,23 @@ func buildKeys(cfg *config.Config, snap *router.Snapshot) keyring {
 	}
 	ring := make(keyring, len(specs))
 	bodies := map[string][]byte{}
+	allows := map[string]router.ModelSet{} // keys with one allow-list share its compiled set
 	for i := range specs {
-		k := &clientKey{spec: specs[i], allow: router.NewModelSet(specs[i].Models)}
+		k := &clientKey{spec: specs[i]}
+		list := "*"
+		if k.spec.Models != nil {
+			q := make([]string, len(k.spec.Models))
+			for j, m := range k.spec.Models {
+				q[j] = strconv.Quote(m)
+			}
+			list = strings.Join(q, ",")
+		}
+		allow, ok := allows[list]
+		if !ok {
+			allow = router.NewModelSet(k.spec.Models)
+			allows[list] = allow
+		}
+		k.allow = allow
 		sig := snap.IdentityKey(&k.spec)
 		body, ok := bodies[sig]
 		if !ok {
