@@ -35,17 +35,14 @@ auth: {keys: [{name: open, key: sy-open}]}
 		var req fasthttp.Request
 		req.Header.SetMethod("POST")
 		req.SetRequestURI("/v1/chat/completions")
-		var auths, keys []string
 		for _, v := range []string{auth1, auth2} {
 			if v != "" {
 				req.Header.Add("Authorization", v)
-				auths = append(auths, v)
 			}
 		}
 		for _, v := range []string{key1, key2} {
 			if v != "" {
 				req.Header.Add("x-api-key", v)
-				keys = append(keys, v)
 			}
 		}
 		var rc fasthttp.RequestCtx
@@ -61,7 +58,7 @@ auth: {keys: [{name: open, key: sy-open}]}
 			}
 			return out
 		}
-		auths, keys = got("Authorization"), got("X-Api-Key")
+		auths, keys := got("Authorization"), got("X-Api-Key")
 		bearerOK := len(auths) == 1 && func() bool { tok, ok := bearerToken([]byte(auths[0])); return ok && string(tok) == "sy-open" }()
 		keyOK := len(keys) == 1 && keys[0] == "sy-open"
 		want := len(auths) <= 1 && len(keys) <= 1 && (bearerOK && (len(keys) == 0 || keyOK) || keyOK && len(auths) == 0)
