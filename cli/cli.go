@@ -50,7 +50,7 @@ const usage = `Usage:
   switchyard [serve] [-config FILE] [-listen ADDR]   run the gateway (default)
   switchyard validate [-config FILE] [-strict]      check a config; exit 0 ok, 1 invalid, 2 usage
   switchyard explain  [-config FILE] -model M [-user U] [-stream] [-tools] [-key NAME]
-                      [-metadata JSON] [-surface chat|completions|embeddings|images]
+                      [-metadata JSON] [-surface chat|completions|embeddings|images|responses|messages]
                                                     show how a request would be routed
   switchyard keys new [-name N]                     a fresh client key and its config entry
   switchyard keys hash                              hex SHA-256 of the key read from standard input

@@ -126,7 +126,7 @@ func TestUsageErrors(t *testing.T) {
 		{"validate bad flag", []string{"validate", "-strict=maybe"}, `invalid boolean value "maybe" for -strict: parse error`},
 		{"validate positional", []string{"validate", "config.yaml"}, `switchyard validate: unexpected argument "config.yaml"`},
 		{"explain without model", []string{"explain", "-user", "u"}, "explain: -model is required"},
-		{"explain bad surface", []string{"explain", "-model", "m", "-surface", "audio"}, `explain: -surface "audio" is not a surface; want chat, completions, embeddings or images`},
+		{"explain bad surface", []string{"explain", "-model", "m", "-surface", "audio"}, `explain: -surface "audio" is not a surface; want chat, completions, embeddings, images, responses or messages`},
 		{"version positional", []string{"version", "now"}, `switchyard version: unexpected argument "now"`},
 	}
 	for _, tt := range tests {

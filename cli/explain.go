@@ -36,7 +36,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	stream := fs.Bool("stream", false, "the request streams")
 	tools := fs.Bool("tools", false, "the request carries a non-empty tools array")
 	metadata := fs.String("metadata", "", "the X-Gateway-Metadata header, a JSON object")
-	surfaceName := fs.String("surface", "chat", "the API `surface`: chat, completions, embeddings or images")
+	surfaceName := fs.String("surface", "chat", "the API `surface`: chat, completions, embeddings, images, responses or messages")
 	keyName := fs.String("key", "", "explain the request as client key `NAME` sends it (its bindings and allow-list)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
@@ -50,7 +50,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	}
 	surface, ok := router.ParseSurface(*surfaceName)
 	if !ok {
-		fmt.Fprintf(stderr, "explain: -surface %q is not a surface; want chat, completions, embeddings or images\n", *surfaceName)
+		fmt.Fprintf(stderr, "explain: -surface %q is not a surface; want chat, completions, embeddings, images, responses or messages\n", *surfaceName)
 		return ExitUsage
 	}
 	req := router.Request{
@@ -61,9 +61,9 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		Stream:   *stream,
 		HasTools: *tools,
 	}
-	// The gateway reads X-Gateway-Metadata on chat and completions only and
+	// The gateway reads X-Gateway-Metadata on chat-like surfaces only and
 	// neither parses nor validates it elsewhere (SPEC §4.2); so does explain.
-	rich := surface == router.SurfaceChat || surface == router.SurfaceCompletions
+	rich := surface.ChatLike()
 	if rich && *metadata != "" {
 		var p router.MetadataParser
 		pairs, err := p.Parse([]byte(*metadata))
@@ -178,7 +178,7 @@ func describeRequest(r *router.Request, set map[string]bool, rawMetadata string)
 	} else {
 		b.WriteString(", no user")
 	}
-	rich := r.Surface == router.SurfaceChat || r.Surface == router.SurfaceCompletions
+	rich := r.Surface.ChatLike()
 	if rich {
 		fmt.Fprintf(&b, ", stream %t, tools %t", r.Stream, r.HasTools)
 		if len(r.Metadata) == 0 {

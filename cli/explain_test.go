@@ -271,6 +271,55 @@ func TestExplain(t *testing.T) {
 			},
 		},
 		{
+			name: "messages is served by anthropic alone",
+			args: []string{"-model", "claude-x", "-surface", "messages", "-stream", "-user", "bob"},
+			want: []string{
+				`request: messages model "claude-x", user "bob", stream true, tools false, no metadata`,
+				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
+				`chain: anthropic, bedrock`,
+				`member anthropic: provider anthropic, serves model yes, serves surface yes: candidate`,
+				`member bedrock: provider bedrock, serves model yes, serves surface no: not a candidate`,
+				`outcome: routes to anthropic`,
+			},
+		},
+		{
+			name: "messages on an openai chain is unsupported_endpoint",
+			args: []string{"-model", "gpt-4o", "-surface", "messages"},
+			want: []string{
+				`request: messages model "gpt-4o", no user, stream false, tools false, no metadata`,
+				`rule: strategy.conditions[0] line 4: model=gpt-4o`,
+				`chain: openai`,
+				`member openai: provider openai, serves model yes, serves surface no: not a candidate`,
+				`outcome: 404 unsupported_endpoint: chain members serve model "gpt-4o" but not the messages surface`,
+			},
+		},
+		{
+			name: "responses on an anthropic/bedrock chain is unsupported_endpoint",
+			args: []string{"-model", "claude-x", "-surface", "responses"},
+			want: []string{
+				`request: responses model "claude-x", no user, stream false, tools false, no metadata`,
+				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
+				`chain: anthropic, bedrock`,
+				`member anthropic: provider anthropic, serves model yes, serves surface no: not a candidate`,
+				`member bedrock: provider bedrock, serves model yes, serves surface no: not a candidate`,
+				`outcome: 404 unsupported_endpoint: chain members serve model "claude-x" but not the responses surface`,
+				`note: targets[4] (spare) serves this request but is not in the chain, so it is never called`,
+			},
+		},
+		{
+			name: "metadata routes responses",
+			args: []string{"-model", "gpt-5", "-surface", "responses", "-tools", "-metadata", `{"tier":1.0}`},
+			want: []string{
+				`request: responses model "gpt-5", no user, stream false, tools true, metadata tier="1.0"`,
+				`rule: strategy.conditions[3] line 13: metadata tier=1.0`,
+				`chain: anthropic`,
+				`member anthropic: provider anthropic, serves model no, serves surface no: not a candidate`,
+				`outcome: 404 model_not_found: no chain member serves model "gpt-5"`,
+				`note: targets[0] (openai) serves this request but is not in the chain, so it is never called`,
+				`note: targets[4] (spare) serves this request but is not in the chain, so it is never called`,
+			},
+		},
+		{
 			name: "empty user is a user",
 			args: []string{"-model", "gpt-4o-mini", "-user="},
 			want: []string{

@@ -347,8 +347,9 @@ func syntaxProblem(file string, err error) Problem {
 }
 
 var (
-	topKeys       = []string{"server", "log", "strategy", "targets", "auth"}
-	serverKeys    = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "reduce_memory_usage"}
+	topKeys    = []string{"server", "log", "strategy", "targets", "auth"}
+	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "reduce_memory_usage",
+		"allowed_hosts", "allowed_origins"}
 	logKeys       = []string{"level", "format", "access_log"}
 	strategyKeys  = []string{"mode", "conditions"}
 	conditionKeys = []string{"key", "field", "value", "target_key", "target_keys"}
@@ -382,6 +383,8 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 	d.setDuration(srv, "server", "request_timeout", &cfg.Server.RequestTimeout)
 	d.setDuration(srv, "server", "shutdown_timeout", &cfg.Server.ShutdownTimeout)
 	d.setBool(srv, "server", "reduce_memory_usage", &cfg.Server.ReduceMemoryUsage)
+	d.setStrList(srv, "server", "allowed_hosts", "host names", &cfg.Server.AllowedHosts)
+	d.setStrList(srv, "server", "allowed_origins", "origins", &cfg.Server.AllowedOrigins)
 
 	lg := d.fields(top["log"], "log", "log", logKeys...)
 	d.setStr(lg, "log", "level", &cfg.Log.Level)

@@ -95,7 +95,7 @@ targets:
 `
 	cfg := mustParse(t, src, noEnv)
 	wantServer := Server{Listen: "127.0.0.1:8080", MaxRequestBytes: 10485760, RequestTimeout: 300 * time.Second, ShutdownTimeout: 30 * time.Second}
-	if cfg.Server != wantServer {
+	if !reflect.DeepEqual(cfg.Server, wantServer) {
 		t.Errorf("server = %+v; want %+v", cfg.Server, wantServer)
 	}
 	if want := (Log{Level: "info", Format: "json", AccessLog: true}); cfg.Log != want {
@@ -130,7 +130,7 @@ targets:
 	}
 	cfg = mustParse(t, minimal+"server: {reduce_memory_usage: true}\n", noEnv)
 	if want := (Server{Listen: DefaultListen, MaxRequestBytes: DefaultMaxRequestBytes, RequestTimeout: DefaultRequestTimeout,
-		ShutdownTimeout: DefaultShutdownTimeout, ReduceMemoryUsage: true}); cfg.Server != want {
+		ShutdownTimeout: DefaultShutdownTimeout, ReduceMemoryUsage: true}); !reflect.DeepEqual(cfg.Server, want) {
 		t.Errorf("server with reduce_memory_usage: true = %+v; want %+v", cfg.Server, want)
 	}
 
@@ -334,8 +334,8 @@ targets:
 	}
 	chat := router.SurfaceSet(1 << router.SurfaceChat)
 	wantTargets := []router.TargetSpec{
-		{Name: "a", Provider: "openai", Surfaces: router.AllSurfaces, Models: []string{"gpt-4o", "gpt-5*"}},
-		{Name: "b", Provider: "anthropic", Surfaces: chat},
+		{Name: "a", Provider: "openai", Surfaces: router.AllSurfaces &^ (1 << router.SurfaceMessages), Models: []string{"gpt-4o", "gpt-5*"}},
+		{Name: "b", Provider: "anthropic", Surfaces: chat | 1<<router.SurfaceMessages},
 		{Name: "c", Provider: "bedrock", Surfaces: chat, MappedModels: []string{"m", "z"}},
 	}
 	if !reflect.DeepEqual(targets, wantTargets) {
@@ -356,8 +356,8 @@ func TestProviderSurfaces(t *testing.T) {
 		provider string
 		want     []router.Surface
 	}{
-		{"openai", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages}},
-		{"anthropic", []router.Surface{router.SurfaceChat}},
+		{"openai", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages, router.SurfaceResponses}},
+		{"anthropic", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
 		{"bedrock", []router.Surface{router.SurfaceChat}},
 		{"azure", nil},
 	} {

@@ -9,13 +9,15 @@ import (
 )
 
 // ProviderSurfaces returns the surfaces a provider serves (SPEC §3): openai
-// serves all four; anthropic and bedrock serve chat only. An unknown
-// provider serves none.
+// serves every surface but messages; anthropic serves chat and messages;
+// bedrock serves chat only. An unknown provider serves none.
 func ProviderSurfaces(provider string) router.SurfaceSet {
 	switch provider {
 	case ProviderOpenAI:
-		return router.AllSurfaces
-	case ProviderAnthropic, ProviderBedrock:
+		return router.AllSurfaces &^ (1 << router.SurfaceMessages)
+	case ProviderAnthropic:
+		return 1<<router.SurfaceChat | 1<<router.SurfaceMessages
+	case ProviderBedrock:
 		return 1 << router.SurfaceChat
 	}
 	return 0

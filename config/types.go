@@ -47,6 +47,14 @@ type Server struct {
 	// 1.14x the bare proxy's) and one allocation per request. For very
 	// large idle client pools. Default false. Restart-only.
 	ReduceMemoryUsage bool `yaml:"reduce_memory_usage"`
+	// AllowedHosts are the Host names (no port; matched case-insensitively,
+	// any port) a connection accepted on a loopback address also accepts
+	// besides localhost, 127.x.x.x and [::1] (DNS rebinding). nil = none.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins are the browser origins ("https://app.example.com",
+	// lowercased at load) whose requests are served; a request with any
+	// other Origin header is 403. nil = none.
+	AllowedOrigins []string `yaml:"allowed_origins"`
 }
 
 // Log holds logging settings.

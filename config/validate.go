@@ -115,6 +115,7 @@ func (d *decoder) validateServer(cfg *Config) {
 	d.intRange("server.max_request_bytes", s.MaxRequestBytes, 1, -1)
 	d.positiveDuration("server.request_timeout", s.RequestTimeout, "300s")
 	d.positiveDuration("server.shutdown_timeout", s.ShutdownTimeout, "30s")
+	d.validateBrowserLists(s)
 	switch cfg.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

@@ -123,7 +123,7 @@ func TestSIGTERMDrainsProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer probe.Close()
-	if _, err := io.WriteString(probe, "GET /readyz HTTP/1.1\r\nHost: gw\r\n"); err != nil {
+	if _, err := io.WriteString(probe, "GET /readyz HTTP/1.1\r\nHost: localhost\r\n"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -78,13 +78,13 @@ func buildKeys(cfg *config.Config, snap *router.Snapshot) keyring {
 	return ring
 }
 
-// authenticate finds the client key a request presents, from the header
-// section only: it runs before a streamed body (and its trailer) is read,
-// and Header.All lists no trailer field, which fasthttp keeps apart.
-// Without auth it returns nil, true. Otherwise it answers 400 for a
-// repeated Authorization or x-api-key header or for both carrying different
-// keys, 401 invalid_api_key for a missing or unknown key, and reports
-// false; the key never appears in an answer. Allocation-free on success.
+// authenticate finds the client key a request presents, read once from
+// the header section as received (RawHeaders, see headers.go: never a
+// trailer field, and every copy of a repeated field is seen). Without auth
+// it returns nil, true. Otherwise it answers 400 for a repeated
+// Authorization or x-api-key header or for both carrying different keys,
+// 401 invalid_api_key for a missing or unknown key, and reports false; the
+// key never appears in an answer. Allocation-free on success.
 func authenticate(rc *fasthttp.RequestCtx, st *State, s router.Surface) (*clientKey, bool) {
 	if st.keys == nil {
 		return nil, true
@@ -92,15 +92,19 @@ func authenticate(rc *fasthttp.RequestCtx, st *State, s router.Surface) (*client
 	var bearer, apiKey []byte
 	nAuth, nAPIKey := 0, 0
 	badScheme := false
-	for name, value := range rc.Request.Header.All() {
-		switch {
-		case len(name) == len(fasthttp.HeaderAuthorization) && asciiEqualFold(name, fasthttp.HeaderAuthorization):
+	lines := fieldLines{raw: rc.Request.Header.RawHeaders()}
+	for {
+		line, more := lines.next()
+		if !more {
+			break
+		}
+		if v, ok := fieldValue(line, "authorization"); ok {
 			nAuth++
-			tok, ok := bearerToken(value)
+			tok, ok := bearerToken(v)
 			bearer, badScheme = tok, !ok
-		case len(name) == len("x-api-key") && asciiEqualFold(name, "x-api-key"):
+		} else if v, ok := fieldValue(line, "x-api-key"); ok {
 			nAPIKey++
-			apiKey = value
+			apiKey = v
 		}
 	}
 	switch {
@@ -146,7 +150,7 @@ func authenticate(rc *fasthttp.RequestCtx, st *State, s router.Surface) (*client
 // scheme. The token may be empty.
 func bearerToken(v []byte) (tok []byte, ok bool) {
 	const scheme = "bearer"
-	if len(v) < len(scheme) || !asciiEqualFold(v[:len(scheme)], scheme) {
+	if len(v) < len(scheme) || !equalFoldLower(v[:len(scheme)], scheme) {
 		return nil, false
 	}
 	rest := v[len(scheme):]
@@ -160,26 +164,6 @@ func bearerToken(v []byte) (tok []byte, ok bool) {
 		rest = rest[:len(rest)-1]
 	}
 	return rest, true
-}
-
-// asciiEqualFold reports whether b equals s ignoring ASCII case.
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // keyAllows answers 403 model_not_allowed and reports false when k's
@@ -217,9 +201,8 @@ func keyName(k *clientKey) string {
 // for every client); the messages surface answers in Anthropic's envelope,
 // type authentication_error (401) or permission_error (403).
 func writeAuthError(rc *fasthttp.RequestCtx, s router.Surface, status int, msg, typ, code string) {
-	_ = s
 	if status == fasthttp.StatusUnauthorized {
 		rc.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="switchyard"`)
 	}
-	writeError(rc, status, msg, typ, code)
+	writeSurfaceError(rc, s, status, msg, typ, code)
 }

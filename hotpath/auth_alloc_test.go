@@ -51,11 +51,11 @@ auth:
 	var last telemetry.Entry
 	g.Finished = func(e *telemetry.Entry) { last = *e }
 	var req fasthttp.Request
-	req.Header.SetMethod("POST")
-	req.SetRequestURI("/v1/chat/completions")
-	req.Header.Set("Authorization", "Bearer sy-acme-0123456789abcdef0123456789abcdef")
-	req.Header.Set("X-Gateway-Metadata", `{"region":"us","team":"x"}`)
-	req.SetBodyString(`{"model":"gpt-4o","user":"vip","messages":[{"role":"user","content":"hi"}]}`)
+	if err := parseRequest(t, &req, "/v1/chat/completions",
+		"Authorization: Bearer sy-acme-0123456789abcdef0123456789abcdef\r\nX-Gateway-Metadata: {\"region\":\"us\",\"team\":\"x\"}\r\n",
+		[]byte(`{"model":"gpt-4o","user":"vip","messages":[{"role":"user","content":"hi"}]}`)); err != nil {
+		t.Fatal(err)
+	}
 	var rc fasthttp.RequestCtx
 	rc.Init(&req, nil, nil)
 	run := func() {
@@ -78,9 +78,10 @@ auth:
 	}
 	// GET /v1/models with the key: its own prebuilt list.
 	var mreq fasthttp.Request
+	if err := parseRequest(t, &mreq, "/v1/models", "x-api-key: sy-acme-0123456789abcdef0123456789abcdef\r\n", nil); err != nil {
+		t.Fatal(err)
+	}
 	mreq.Header.SetMethod("GET")
-	mreq.SetRequestURI("/v1/models")
-	mreq.Header.Set("x-api-key", "sy-acme-0123456789abcdef0123456789abcdef")
 	var mrc fasthttp.RequestCtx
 	mrc.Init(&mreq, nil, nil)
 	models := func() {

@@ -32,18 +32,20 @@ auth: {keys: [{name: open, key: sy-open}]}
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, auth1, key1, auth2, key2 string) {
-		var req fasthttp.Request
-		req.Header.SetMethod("POST")
-		req.SetRequestURI("/v1/chat/completions")
+		var hdrs string
 		for _, v := range []string{auth1, auth2} {
 			if v != "" {
-				req.Header.Add("Authorization", v)
+				hdrs += "Authorization: " + v + "\r\n"
 			}
 		}
 		for _, v := range []string{key1, key2} {
 			if v != "" {
-				req.Header.Add("x-api-key", v)
+				hdrs += "x-api-key: " + v + "\r\n"
 			}
+		}
+		var req fasthttp.Request
+		if err := parseRequest(t, &req, "/v1/chat/completions", hdrs, nil); err != nil {
+			return // not a request fasthttp would hand the handler
 		}
 		var rc fasthttp.RequestCtx
 		rc.Init(&req, nil, nil)

@@ -189,30 +189,32 @@ func TestPropertyKeysDecideTheIdentity(t *testing.T) {
 				}
 			}
 			chat := rng.IntN(4) > 0
-			var req fasthttp.Request
-			req.Header.SetMethod("POST")
-			req.SetRequestURI("/v1/embeddings")
+			path := "/v1/embeddings"
 			body := `{"model":"` + model + `","input":"x"`
 			if chat {
-				req.SetRequestURI("/v1/chat/completions")
+				path = "/v1/chat/completions"
 				body = `{"model":"` + model + `","messages":[]`
 			}
 			if user != "" {
 				body += `,"user":"` + user + `"`
 			}
-			req.SetBodyString(body + "}")
+			hdrs := ""
 			if len(header) > 0 {
 				var parts []string
 				for f, v := range header {
 					parts = append(parts, strconv.Quote(f)+":"+strconv.Quote(v))
 				}
-				req.Header.Set("X-Gateway-Metadata", "{"+strings.Join(parts, ",")+"}")
+				hdrs += "X-Gateway-Metadata: {" + strings.Join(parts, ",") + "}\r\n"
 			}
 			secret := "sy-key-" + strconv.Itoa(ki)
 			if rng.IntN(2) == 0 {
-				req.Header.Set("Authorization", "Bearer "+secret)
+				hdrs += "Authorization: Bearer " + secret + "\r\n"
 			} else {
-				req.Header.Set("x-api-key", secret)
+				hdrs += "x-api-key: " + secret + "\r\n"
+			}
+			var req fasthttp.Request
+			if err := parseRequest(t, &req, path, hdrs, []byte(body+"}")); err != nil {
+				t.Fatal(err)
 			}
 			var rc fasthttp.RequestCtx
 			rc.Init(&req, nil, nil)

@@ -315,11 +315,35 @@ func TestAuthIgnoresTrailers(t *testing.T) {
 		if got := send("Trailer: x-api-key\r\n", "x-api-key: sy-open\r\n"); got != "HTTP/1.1 401 Unauthorized" {
 			t.Errorf("reduce %v: announced trailer key: %s; want 401", reduce, got)
 		}
-		if got := send("x-api-key: sy-open\r\n", "x-api-key: sy-gold\r\n"); got != "HTTP/1.1 200 OK" {
-			t.Errorf("reduce %v: key in the header, another in the trailer: %s; want 200", reduce, got)
+		// With a valid key, the trailer itself is refused (400).
+		if got := send("x-api-key: sy-open\r\n", "x-api-key: sy-gold\r\n"); got != "HTTP/1.1 400 Bad Request" {
+			t.Errorf("reduce %v: key in the header, another in the trailer: %s; want 400", reduce, got)
 		}
-		if n := c.calls.Load() + a.calls.Load() + b.calls.Load(); n != 1 {
-			t.Errorf("reduce %v: %d upstream calls; want 1", reduce, n)
+		if n := c.calls.Load() + a.calls.Load() + b.calls.Load(); n != 0 {
+			t.Errorf("reduce %v: %d upstream calls; want 0", reduce, n)
 		}
+	}
+}
+
+// TestAuthMessagesEnvelope: on the messages surface the key checks answer
+// in Anthropic's envelope (authentication_error, permission_error), and
+// GET /v1/models stays in OpenAI's.
+func TestAuthMessagesEnvelope(t *testing.T) {
+	tg, ms := startAuthGateway(t)
+	body := `{"model":"claude-3","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`
+	if r := tg.do("POST", "/v1/messages", body); r.Status != 401 ||
+		r.Body != `{"type":"error","error":{"type":"authentication_error","message":"no client key; send it as Authorization: Bearer \u003ckey\u003e or x-api-key: \u003ckey\u003e"}}` {
+		t.Errorf("401: %d %s", r.Status, r.Body)
+	}
+	if r := tg.do("POST", "/v1/messages", body, "x-api-key", "sy-gold"); r.Status != 403 ||
+		r.Body != `{"type":"error","error":{"type":"permission_error","message":"model \"claude-3\" is not allowed for this client key"}}` {
+		t.Errorf("403: %d %s", r.Status, r.Body)
+	}
+	if r := tg.do("GET", "/v1/models", ""); r.Status != 401 ||
+		r.Body != envelope("no client key; send it as Authorization: Bearer <key> or x-api-key: <key>", "invalid_request_error", "invalid_api_key") {
+		t.Errorf("/v1/models: %d %s", r.Status, r.Body)
+	}
+	if got := calls(ms); got != [3]int64{} {
+		t.Errorf("upstream calls %v", got)
 	}
 }

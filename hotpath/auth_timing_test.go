@@ -51,11 +51,10 @@ func BenchmarkKeyCheck(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		var req fasthttp.Request
-		req.Header.SetMethod("POST")
-		req.SetRequestURI("/v1/chat/completions")
-		req.Header.SetContentType("application/json")
-		req.Header.Set("User-Agent", "OpenAI/Python 1.50.0")
-		req.Header.Set("Authorization", "Bearer "+benchKey(benchKeys/2))
+		if err := parseRequest(b, &req, "/v1/chat/completions", "User-Agent: OpenAI/Python 1.50.0\r\nAccept: application/json\r\n"+
+			"Authorization: Bearer "+benchKey(benchKeys/2)+"\r\nX-Stainless-Lang: python\r\n", nil); err != nil {
+			b.Fatal(err)
+		}
 		var rc fasthttp.RequestCtx
 		rc.Init(&req, nil, nil)
 		for pb.Next() {
@@ -135,17 +134,16 @@ targets:
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		var rc fasthttp.RequestCtx
-		rc.Request.Header.SetMethod("POST")
-		rc.Request.SetRequestURI("/v1/chat/completions")
-		rc.Request.Header.Set("X-Gateway-Metadata", `{"tier":"silver","team":"search"}`)
-		rc.Request.Header.Set("Authorization", "Bearer "+benchKey(benchKeys/2))
-		rc.Request.SetBody(benchBody)
+		if err := parseRequest(b, &rc.Request, "/v1/chat/completions", "X-Gateway-Metadata: {\"tier\":\"silver\",\"team\":\"search\"}\r\n"+
+			"Authorization: Bearer "+benchKey(benchKeys/2)+"\r\n", benchBody); err != nil {
+			b.Fatal(err)
+		}
 		sc := &scratch{}
 		for pb.Next() {
 			setRequestID(&rc)
 			k, ok := authenticate(&rc, st, router.SurfaceChat)
 			sc.key = k
-			if !ok || !routeRequest(&rc, st, router.SurfaceChat, sc) || len(sc.cands) != 2 {
+			if !ok || !routeRequest(&rc, st, router.SurfaceChat, false, sc) || len(sc.cands) != 2 {
 				b.Fatalf("not routed: %s", rc.Response.Body())
 			}
 		}
@@ -192,10 +190,10 @@ targets: [{virtual_key: a, provider: openai, base_url: "http://`+ln.Addr().Strin
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				var req fasthttp.Request
-				req.Header.SetMethod("POST")
-				req.SetRequestURI("/v1/chat/completions")
-				req.Header.Set("Authorization", "Bearer "+benchKey(benchKeys/2))
-				req.SetBodyString(`{"model":"gpt-4o","user":"alice","messages":[{"role":"user","content":"` + strings.Repeat("Tell me about routing. ", 40) + `"}]}`)
+				if err := parseRequest(b, &req, "/v1/chat/completions", "Authorization: Bearer "+benchKey(benchKeys/2)+"\r\n",
+					[]byte(`{"model":"gpt-4o","user":"alice","messages":[{"role":"user","content":"`+strings.Repeat("Tell me about routing. ", 40)+`"}]}`)); err != nil {
+					b.Fatal(err)
+				}
 				var rc fasthttp.RequestCtx
 				rc.Init(&req, nil, nil)
 				for pb.Next() {

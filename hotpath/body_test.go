@@ -29,7 +29,7 @@ func TestDeclaredBodyLengthIsNotReserved(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close() // also keeps conn reachable (no finalizer closes it) until the end
-		_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10485000\r\n\r\n{"))
+		_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10485000\r\n\r\n{"))
 	}
 	time.Sleep(300 * time.Millisecond) // the server has read every header by now
 	runtime.ReadMemStats(&after)
@@ -45,7 +45,7 @@ func TestChunkedBodyOverTheLimit(t *testing.T) {
 	tg := startGateway(t, baseConfig, a, b, c)
 	chunk := strings.Repeat("x", 1000)
 	var raw strings.Builder
-	raw.WriteString("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+	raw.WriteString("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
 	for range 3 {
 		fmt.Fprintf(&raw, "%x\r\n%s\r\n", len(chunk), chunk)
 	}
@@ -58,7 +58,7 @@ func TestChunkedBodyOverTheLimit(t *testing.T) {
 
 	// Under the limit, a chunked body is read whole and routed.
 	body := `{"model":"gpt-4o","messages":[]}`
-	ok := rawExchange(t, tg, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"+
+	ok := rawExchange(t, tg, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"+
 		fmt.Sprintf("%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n", 10, body[:10], len(body)-10, body[10:]))
 	if ok.StatusCode() != fasthttp.StatusOK || a.calls.Load() != 1 {
 		t.Fatalf("chunked body under the limit: %d %s, a called %d times", ok.StatusCode(), ok.Body(), a.calls.Load())
@@ -78,7 +78,7 @@ func TestShortBodyIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20000\r\n\r\n" + body))
+	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 20000\r\n\r\n" + body))
 	_ = conn.(*net.TCPConn).CloseWrite()
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var resp fasthttp.Response
@@ -106,7 +106,7 @@ func TestExpectContinueAfterAStaleWriteDeadline(t *testing.T) {
 	defer conn.Close()
 	br := bufioReader(conn)
 	stream := `{"model":"gpt-4o","stream":true,"messages":[]}`
-	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: " +
 		strconv.Itoa(len(stream)) + "\r\n\r\n" + stream))
 	var resp fasthttp.Response
 	if err := resp.Read(br); err != nil || resp.StatusCode() != 200 || !strings.Contains(string(resp.Body()), "[DONE]") {
@@ -114,7 +114,7 @@ func TestExpectContinueAfterAStaleWriteDeadline(t *testing.T) {
 	}
 	time.Sleep(400 * time.Millisecond) // past the 200ms the stream left behind
 	plain := `{"model":"gpt-4o","messages":[]}`
-	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
 		strconv.Itoa(len(plain)) + "\r\n\r\n"))
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	line, err := br.ReadString('\n')

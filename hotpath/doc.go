@@ -3,14 +3,16 @@
 //
 //  1. Load the current State once (state.go); the whole request runs on it,
 //     whatever reloads happen meanwhile. Echo or generate X-Request-Id.
-//     With client keys (auth.go), find the key from the header section
-//     before the body is read: 400 repeated, 401 missing or unknown.
-//  2. Peek (peek.go): read model, user, stream and tools from the body
-//     without decoding the rest; a bad body is a 400. A model outside the
-//     key's allow-list is a 403.
-//  3. Parse X-Gateway-Metadata (chat and completions only) with the
-//     router's parser; a bad header is a 400. The key's bound user and
-//     metadata replace the client's claims (router.Bind).
+//     Screen the head (screen.go): doubtful body framing is a 400 with the
+//     connection closed; a foreign Host on a loopback connection or an
+//     Origin not allowed is a 403. Match the route on the raw path.
+//  2. Peek (peek.go): read model, user (metadata.user_id on messages),
+//     stream and tools from the body without decoding the rest; a bad body,
+//     or trailer fields, is a 400.
+//  3. Parse X-Gateway-Metadata (chat-like surfaces only), read once from
+//     the header section as received (headers.go), with the router's
+//     parser; a bad or repeated header is a 400. Errors on the messages
+//     surface are in Anthropic's envelope (errors.go).
 //  4. Route: the router's first matching rule names a chain (or the
 //     fallback [targets[0]]); the candidates are its members that serve the
 //     model and the surface. None: 404 model_not_found or

@@ -5,6 +5,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -13,12 +14,34 @@ const (
 	contentTypeText = "text/plain; charset=utf-8"
 )
 
-// writeError answers with status and the OpenAI error envelope (SPEC §5).
-// Error paths may allocate; the success path never comes here.
+// writeError answers with status and the error envelope of the request's
+// path (see pathSurface): OpenAI's (SPEC §5), Anthropic's on the messages
+// paths (SPEC §3). Error paths may allocate; the success path never comes
+// here.
 func writeError(rc *fasthttp.RequestCtx, status int, message, typ, code string) {
+	writeSurfaceError(rc, pathSurface(rc.URI().PathOriginal()), status, message, typ, code)
+}
+
+// writeSurfaceError answers with status and surface s's error envelope:
+// on messages Anthropic's {"type":"error","error":{"type","message"}}, its
+// type from status (typ and code unused); elsewhere OpenAI's with typ and
+// code. A caller that knows the request's surface calls this directly.
+func writeSurfaceError(rc *fasthttp.RequestCtx, s router.Surface, status int, message, typ, code string) {
 	rc.SetStatusCode(status)
 	rc.SetContentType(contentTypeJSON)
-	rc.SetBody(upstream.AppendError(make([]byte, 0, 128+len(message)), message, typ, code))
+	rc.SetBody(upstream.AppendSurfaceError(make([]byte, 0, 128+len(message)), s, status, message, typ, code))
+}
+
+// pathSurface is the surface whose error envelope answers a request for
+// path: messages for /v1/messages and every path under it (count_tokens,
+// and unknown ones an Anthropic client may try), chat (OpenAI's envelope)
+// for any other.
+func pathSurface(path []byte) router.Surface {
+	const p = "/v1/messages"
+	if len(path) >= len(p) && string(path[:len(p)]) == p && (len(path) == len(p) || path[len(p)] == '/') {
+		return router.SurfaceMessages
+	}
+	return router.SurfaceChat
 }
 
 // methodNotAllowed answers 405 with the Allow header.

@@ -17,6 +17,8 @@ const (
 	headerRequestID = "X-Request-Id"
 	headerMetadata  = "X-Gateway-Metadata"
 	headerRule      = "X-Gateway-Rule"
+
+	headerMetadataLower = "x-gateway-metadata"
 )
 
 // route is one path of the HTTP surface (SPEC §3).
@@ -28,6 +30,9 @@ const (
 	routeCompletions
 	routeEmbeddings
 	routeImages
+	routeResponses
+	routeMessages
+	routeCountTokens
 	routeModels
 	routeHealthz
 	routeReadyz
@@ -46,6 +51,12 @@ func routeOf(path []byte) route {
 		return routeEmbeddings
 	case "/v1/images/generations":
 		return routeImages
+	case "/v1/responses":
+		return routeResponses
+	case "/v1/messages":
+		return routeMessages
+	case "/v1/messages/count_tokens":
+		return routeCountTokens
 	case "/v1/models":
 		return routeModels
 	case "/healthz":
@@ -70,8 +81,21 @@ func (r route) surface() (s router.Surface, ok bool) {
 		return router.SurfaceEmbeddings, true
 	case routeImages:
 		return router.SurfaceImages, true
+	case routeResponses:
+		return router.SurfaceResponses, true
+	case routeMessages, routeCountTokens:
+		return router.SurfaceMessages, true
 	}
 	return 0, false
+}
+
+// recordSurface is the surface a Finished record names for route r:
+// telemetry.SurfaceNone off the API paths.
+func (r route) recordSurface() router.Surface {
+	if s, ok := r.surface(); ok {
+		return s
+	}
+	return telemetry.SurfaceNone
 }
 
 // Handler serves one request: it is the fasthttp.RequestHandler of the
@@ -92,9 +116,19 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	// an unknown path and a wrong method on an API path are recorded with
 	// Rule telemetry.RuleNotRouted (surface telemetry.SurfaceNone off the
 	// API paths), as are requests fasthttp refuses (see errorHandler).
-	r := routeOf(rc.Path())
+	//
+	// Routes are matched on the path as sent, not as fasthttp decodes and
+	// normalizes it: /v1/images%2Fgenerations is not the images surface.
+	// The head is screened (framing, Host, Origin: see screen) before
+	// anything else reads it.
+	st := g.Load() // once: the whole request runs on this config
+	r := routeOf(rc.URI().PathOriginal())
+	if why := screen(rc, st); why != refusedNone {
+		g.refuse(rc, r, why, true)
+		return
+	}
 	if r == routeUnknown {
-		writeError(rc, fasthttp.StatusNotFound, "unknown path "+strconv.Quote(string(rc.Path())),
+		writeError(rc, fasthttp.StatusNotFound, "unknown path "+strconv.Quote(string(rc.URI().PathOriginal())),
 			upstream.TypeInvalidRequest, upstream.CodeNotFound)
 		g.finishEarly(rc, telemetry.SurfaceNone, telemetry.RuleNotRouted, nil)
 		return
@@ -105,7 +139,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
 		}
-		g.proxy(rc, s)
+		g.proxy(rc, st, s, r == routeCountTokens)
 		return
 	}
 	// The gateway's own endpoints answer GET (and HEAD, which fasthttp
@@ -117,7 +151,6 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	}
 	switch r {
 	case routeModels:
-		st := g.Load()
 		if st == nil {
 			writeNoConfig(rc)
 			return
@@ -142,7 +175,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 		case g.draining.Load():
 			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
 			rc.SetBodyString("draining\n")
-		case g.Load() == nil:
+		case st == nil:
 			rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
 			rc.SetBodyString("no configuration loaded\n")
 		default:
@@ -177,10 +210,10 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
 
-// proxy serves one API request on surface s: peek, route, walk, write.
-// Handler has set X-Request-Id.
-func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
-	st := g.Load() // once: the whole request runs on this config
+// proxy serves one API request on surface s with State st (countTokens:
+// POST /v1/messages/count_tokens): peek, route, walk, write. Handler has set
+// X-Request-Id and screened the request.
+func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool) {
 	if st == nil {
 		writeNoConfig(rc)
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
@@ -196,7 +229,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 	sc := scratchPool.Get().(*scratch)
 	defer releaseScratch(sc)
 	sc.key = key
-	if !routeRequest(rc, st, s, sc) {
+	if !routeRequest(rc, st, s, countTokens, sc) {
 		g.finishKeyed(rc, s, sc.rule, sc.peek.Model, keyName(key))
 		return
 	}
@@ -219,9 +252,9 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, s router.Surface) {
 
 // routeRequest peeks at the request and routes it: it fills sc with the matched
 // rule, the candidates and the Call, sets X-Gateway-Rule, and reports true.
-// On a bad request or when no candidate serves it, it writes the error and
-// reports false. It allocates nothing on the success path.
-func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scratch) bool {
+// On a bad request or when no candidate serves it, it writes the error (in
+// s's envelope) and reports false. It allocates nothing on the success path.
+func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool, sc *scratch) bool {
 	sc.rule = telemetry.RuleNotRouted // until Match: refused before routing
 
 	// Peek. The body is held to the limit of st, the State this request
@@ -233,29 +266,46 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scra
 		writeBodyError(rc, err, st.maxRequestBytes)
 		return false
 	}
+	// A trailer section could carry fields the gateway reads (fasthttp
+	// merges them into the request's headers): refused, whatever it holds.
+	if len(rc.Request.Header.PeekTrailerKeys()) > 0 {
+		writeFraming(rc, "trailer fields are not accepted on requests")
+		return false
+	}
 	p := &sc.peek
-	if err = p.parse(body); err != nil {
-		writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+	if err = p.parse(body, s == router.SurfaceMessages); err != nil {
+		writeSurfaceError(rc, s, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 		return false
 	}
 	if !keyAllows(rc, sc.key, s, p.Model) {
 		return false
 	}
+	// Only the chat-like surfaces stream; a "stream" field elsewhere is the
+	// upstream's business, not a reason to expect SSE. count_tokens never
+	// streams, and routes as the non-stream request it is.
+	stream := p.Stream && s.ChatLike() && !countTokens
 	req := router.Request{
 		Surface:  s,
 		Model:    p.Model,
 		User:     p.User,
 		HasUser:  p.HasUser,
-		Stream:   p.Stream,
+		Stream:   stream,
 		HasTools: p.HasTools,
 	}
-	// Metadata routes chat and completions only; elsewhere the header is
+	// Metadata routes chat-like surfaces only; elsewhere the header is
 	// ignored, not even validated (SPEC §4.2). The body is checked first,
 	// so a request with both wrong hears about its body.
-	if chatLike(s) {
-		pairs, err := sc.meta.Parse(rc.Request.Header.Peek(headerMetadata))
+	// It is read from the header section as received, and only once.
+	if s.ChatLike() {
+		v, n := headerField(rc.Request.Header.RawHeaders(), headerMetadataLower)
+		if n > 1 {
+			writeSurfaceError(rc, s, fasthttp.StatusBadRequest, headerMetadata+" is sent more than once; send it once",
+				upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+			return false
+		}
+		pairs, err := sc.meta.Parse(v)
 		if err != nil {
-			writeError(rc, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+			writeSurfaceError(rc, s, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 			return false
 		}
 		req.Metadata = pairs
@@ -282,27 +332,23 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scra
 	sc.cands = cands
 	if len(cands) == 0 {
 		if servesModel {
-			writeError(rc, fasthttp.StatusNotFound, "model "+strconv.Quote(string(p.Model))+
+			writeSurfaceError(rc, s, fasthttp.StatusNotFound, "model "+strconv.Quote(string(p.Model))+
 				" is not served on "+string(rc.Path())+" by the targets this request routes to",
 				upstream.TypeInvalidRequest, upstream.CodeUnsupportedEndpoint)
 		} else {
-			writeError(rc, fasthttp.StatusNotFound, "model "+strconv.Quote(string(p.Model))+
+			writeSurfaceError(rc, s, fasthttp.StatusNotFound, "model "+strconv.Quote(string(p.Model))+
 				" is not served by the targets this request routes to",
 				upstream.TypeInvalidRequest, upstream.CodeModelNotFound)
 		}
 		return false
 	}
 
-	// Only chat and completions stream; a "stream" field elsewhere is the
-	// upstream's business, not a reason to expect SSE.
-	sc.call = upstream.Call{Surface: s, Stream: p.Stream && chatLike(s), Body: body, Model: p.Model}
+	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens}
+	if s == router.SurfaceMessages {
+		// The pass-through forwards anthropic-version and anthropic-beta.
+		sc.call.Header = &rc.Request.Header
+	}
 	return true
-}
-
-// chatLike reports whether surface s has streaming answers and routes on
-// stream, has_tools and metadata: chat and completions.
-func chatLike(s router.Surface) bool {
-	return s == router.SurfaceChat || s == router.SurfaceCompletions
 }
 
 func releaseScratch(sc *scratch) {

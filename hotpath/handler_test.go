@@ -128,7 +128,7 @@ func TestNoStateLoaded(t *testing.T) {
 func TestUnknownPathAndWrongMethod(t *testing.T) {
 	a, b, c := threeMocks(t)
 	tg := startGateway(t, baseConfig, a, b, c)
-	for _, p := range []string{"/", "/v1", "/v1/chat/completions/", "/v1/responses", "/V1/models", "/v1/models/gpt-4o"} {
+	for _, p := range []string{"/", "/v1", "/v1/chat/completions/", "/v1/response", "/V1/models", "/v1/models/gpt-4o"} {
 		r := tg.do("GET", p, "")
 		wantResponse(t, p, r, 404, envelope("unknown path "+`"`+p+`"`, "invalid_request_error", "not_found"))
 		if r.Header["Content-Type"] != "application/json" {
@@ -295,7 +295,7 @@ func TestMalformedHTTPRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"))
+	_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\n\r\n"))
 	var resp fasthttp.Response
 	if err := resp.Read(bufioReader(conn)); err != nil {
 		t.Fatal(err)
@@ -327,7 +327,7 @@ func TestBodyLimitAppliedBeforeTheBodyIsRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n" +
+		_, _ = conn.Write([]byte("POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n" +
 			strings.Repeat("x", tc.sent)))
 		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 		var resp fasthttp.Response

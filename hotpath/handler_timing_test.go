@@ -27,7 +27,7 @@ func BenchmarkPeek(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		p := &peek{}
 		for pb.Next() {
-			if err := p.parse(benchBody); err != nil {
+			if err := p.parse(benchBody, false); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -56,7 +56,7 @@ func BenchmarkPeekLarge(b *testing.B) {
 	b.SetBytes(int64(len(largeBody)))
 	p := &peek{}
 	for b.Loop() {
-		if err := p.parse(largeBody); err != nil {
+		if err := p.parse(largeBody, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -129,14 +129,14 @@ targets:
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		var rc fasthttp.RequestCtx
-		rc.Request.Header.SetMethod("POST")
-		rc.Request.SetRequestURI("/v1/chat/completions")
-		rc.Request.Header.Set("X-Gateway-Metadata", `{"tier":"gold","team":"search"}`)
-		rc.Request.SetBody(benchBody)
+		if err := parseRequest(b, &rc.Request, "/v1/chat/completions",
+			"X-Gateway-Metadata: {\"tier\":\"gold\",\"team\":\"search\"}\r\n", benchBody); err != nil {
+			b.Fatal(err)
+		}
 		sc := &scratch{}
 		for pb.Next() {
 			setRequestID(&rc)
-			if !routeRequest(&rc, st, router.SurfaceChat, sc) || len(sc.cands) != 2 {
+			if !routeRequest(&rc, st, router.SurfaceChat, false, sc) || len(sc.cands) != 2 {
 				b.Fatalf("not routed: %s", rc.Response.Body())
 			}
 		}

@@ -11,8 +11,9 @@ import (
 )
 
 // peek is what routing reads of a request body (SPEC §4.1): the four fields
-// model, user, stream and tools, and nothing else. The body itself is
-// forwarded untouched.
+// model, user, stream and tools, and nothing else; on the messages surface
+// the user is metadata.user_id (SPEC §3). The body itself is forwarded
+// untouched.
 //
 // A peek lives in a pooled per-request scratch and is not safe for
 // concurrent use. Model and User are copies in the peek's own buffers,
@@ -28,7 +29,8 @@ type peek struct {
 	// Model is the "model" string, unescaped; never empty after a
 	// successful parse.
 	Model []byte
-	// User is the "user" string; HasUser is false when the body has none.
+	// User is the "user" string (messages: "metadata"."user_id"); HasUser
+	// is false when the body has none (or it is null, on messages).
 	User    []byte
 	HasUser bool
 	// Stream is the "stream" boolean (absent = false).
@@ -41,6 +43,8 @@ type peek struct {
 	fields  [5]field
 	nfields int
 	seen    uint8
+	// messages: the body is a Messages API request (see parse).
+	messages bool
 }
 
 // field is one top-level entry the peek routes on: which key (a seen* bit)
@@ -56,6 +60,7 @@ const (
 	seenUser
 	seenStream
 	seenTools
+	seenMetadata
 )
 
 // maxBodyDepth is the deepest nesting of arrays and objects a body may
@@ -87,12 +92,19 @@ var (
 // and 13.0 -> 11.2 us on a 90 KB conversation (BenchmarkPeek*,
 // BenchmarkPeekReference*).
 //
+// With messages (a Messages API body), User and HasUser come from the
+// top-level "metadata" object's "user_id" string instead of "user", which
+// is then not a routing field: metadata absent or null, or no user_id or a
+// null one, is no user; metadata not an object, user_id not a string, or
+// either key twice is refused.
+//
 // Every error message is meant for the client as a 400 invalid_request.
 // A successful parse allocates nothing once the peek is warm.
-func (p *peek) parse(body []byte) error {
+func (p *peek) parse(body []byte, messages bool) error {
 	p.Model, p.User = nil, nil
 	p.HasUser, p.Stream, p.HasTools = false, false, false
 	p.nfields, p.seen = 0, 0
+	p.messages = messages
 
 	if len(body) == 0 {
 		return errEmptyBody
@@ -178,8 +190,59 @@ func (p *peek) take(f field) error {
 		default:
 			return fmt.Errorf(`"tools" must be an array, not %s`, router.JSONTypeName(t))
 		}
+	case seenMetadata:
+		switch t {
+		case fastjson.TypeNull:
+		case fastjson.TypeObject:
+			return p.metadataUser(f.val)
+		default:
+			return fmt.Errorf(`"metadata" must be an object, not %s`, router.JSONTypeName(t))
+		}
 	}
 	return nil
+}
+
+// metadataUser takes User from the "user_id" member of obj, a valid JSON
+// object: a string is the user, null or no member is none, anything else
+// or a second "user_id" is refused.
+func (p *peek) metadataUser(obj []byte) error {
+	var val []byte
+	i := 1
+	for {
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			break // "}": obj is valid JSON
+		}
+		end := stringEnd(obj, i)
+		key := obj[i : end+1]
+		i = skipSpace(obj, skipSpace(obj, end+1)+1) // past ':'
+		start := i
+		i, _ = skipValue(obj, i, 1)
+		if p.keyIs(key, "user_id") {
+			if val != nil {
+				return errors.New(`request body has "metadata"."user_id" twice`)
+			}
+			val = obj[start:i]
+		}
+		i = skipSpace(obj, i)
+		if i < len(obj) && obj[i] == ',' {
+			i++
+		}
+	}
+	if val == nil {
+		return nil
+	}
+	switch t := typeOf(val[0]); t {
+	case fastjson.TypeNull:
+		return nil
+	case fastjson.TypeString:
+		p.userBuf = p.unquote(p.userBuf[:0], val)
+		p.User = p.userBuf
+		p.HasUser = true
+		return nil
+	default:
+		return fmt.Errorf(`"metadata"."user_id" must be a string, not %s`, router.JSONTypeName(t))
+	}
 }
 
 // unquote appends the text of the valid JSON string literal q (quotes
@@ -249,26 +312,43 @@ func (p *peek) scan(b []byte) (top byte, deep bool) {
 }
 
 // fieldBit returns the seen* bit of the key literal k (quotes included), or
-// 0 when it names none of the four fields.
+// 0 when it names none of the routing fields ("user" on a Messages body,
+// "metadata" on any other).
 func (p *peek) fieldBit(k []byte) uint8 {
+	switch string(p.keyText(k)) {
+	case "model":
+		return seenModel
+	case "user":
+		if !p.messages {
+			return seenUser
+		}
+	case "stream":
+		return seenStream
+	case "tools":
+		return seenTools
+	case "metadata":
+		if p.messages {
+			return seenMetadata
+		}
+	}
+	return 0
+}
+
+// keyText returns the text of the key literal k (quotes included): a view
+// of k, unless it holds an escape (then the parser's memory, valid until
+// its next use).
+func (p *peek) keyText(k []byte) []byte {
 	name := k[1 : len(k)-1]
 	if bytes.IndexByte(name, '\\') >= 0 { // an escaped key: compare its text
 		if v, err := p.json.ParseBytes(k); err == nil {
 			name, _ = v.StringBytes()
 		}
 	}
-	switch string(name) {
-	case "model":
-		return seenModel
-	case "user":
-		return seenUser
-	case "stream":
-		return seenStream
-	case "tools":
-		return seenTools
-	}
-	return 0
+	return name
 }
+
+// keyIs reports whether the key literal k spells name.
+func (p *peek) keyIs(k []byte, name string) bool { return string(p.keyText(k)) == name }
 
 func fieldName(bit uint8) string {
 	switch bit {
@@ -278,6 +358,8 @@ func fieldName(bit uint8) string {
 		return "user"
 	case seenStream:
 		return "stream"
+	case seenMetadata:
+		return "metadata"
 	}
 	return "tools"
 }

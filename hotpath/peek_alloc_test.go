@@ -8,11 +8,11 @@ func TestPeekAllocatesNothing(t *testing.T) {
 	body := []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello \"there\""}],` +
 		`"user":"alice","stream":true,"tools":[{"type":"function","function":{"name":"f"}}],"temperature":0.2}`)
 	p := &peek{}
-	if err := p.parse(body); err != nil {
+	if err := p.parse(body, false); err != nil {
 		t.Fatal(err)
 	}
 	if n := testing.AllocsPerRun(200, func() {
-		if err := p.parse(body); err != nil || !p.Stream || !p.HasTools {
+		if err := p.parse(body, false); err != nil || !p.Stream || !p.HasTools {
 			t.Fatal("parse failed", err)
 		}
 	}); n != 0 {

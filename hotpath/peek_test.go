@@ -26,7 +26,7 @@ func TestPeekAccepts(t *testing.T) {
 	}
 	p := &peek{}
 	for _, c := range cases {
-		if err := p.parse([]byte(c.body)); err != nil {
+		if err := p.parse([]byte(c.body), false); err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
@@ -71,7 +71,7 @@ func TestPeekRefuses(t *testing.T) {
 	}
 	p := &peek{}
 	for _, c := range cases {
-		err := p.parse([]byte(c.body))
+		err := p.parse([]byte(c.body), false)
 		if err == nil {
 			t.Errorf("%s: accepted %q", c.name, c.body)
 			continue
@@ -81,7 +81,7 @@ func TestPeekRefuses(t *testing.T) {
 		}
 	}
 	// A failed parse leaves no stale state for the next one.
-	if err := p.parse([]byte(`{"model":"z"}`)); err != nil || string(p.Model) != "z" || p.Stream || p.HasUser {
+	if err := p.parse([]byte(`{"model":"z"}`), false); err != nil || string(p.Model) != "z" || p.Stream || p.HasUser {
 		t.Fatalf("parse after errors: %v model=%q", err, p.Model)
 	}
 }
@@ -92,7 +92,7 @@ func FuzzPeek(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := &peek{}
-		if err := p.parse(b); err == nil && len(p.Model) == 0 {
+		if err := p.parse(b, false); err == nil && len(p.Model) == 0 {
 			t.Fatalf("accepted %q without a model", b)
 		}
 	})
@@ -103,14 +103,14 @@ func FuzzPeek(f *testing.F) {
 func TestPeekRelease(t *testing.T) {
 	p := &peek{}
 	body := []byte(`{"model":"m","user":"` + strings.Repeat("u", 1<<20) + `","stream":true}`)
-	if err := p.parse(body); err != nil || len(p.User) != 1<<20 {
+	if err := p.parse(body, false); err != nil || len(p.User) != 1<<20 {
 		t.Fatalf("%v %d", err, len(p.User))
 	}
 	p.release()
 	if p.Model != nil || p.User != nil || p.nfields != 0 || p.fields[0].val != nil || p.userBuf != nil || p.modelBuf != nil {
 		t.Fatalf("after release: model %q, %d fields, field 0 %q, user buffer %d bytes", p.Model, p.nfields, p.fields[0].val, cap(p.userBuf))
 	}
-	if err := p.parse([]byte(`{"model":"small","user":"u"}`)); err != nil || string(p.Model) != "small" || string(p.User) != "u" {
+	if err := p.parse([]byte(`{"model":"small","user":"u"}`), false); err != nil || string(p.Model) != "small" || string(p.User) != "u" {
 		t.Fatalf("parse after release: %v %q %q", err, p.Model, p.User)
 	}
 	p.release()

@@ -60,7 +60,7 @@ func TestBodyTooLargeIsRecordedWithRequestID(t *testing.T) {
 	rec := newRecorder()
 	tg.g.Finished = rec.finished
 
-	resp := rawExchange(t, tg, "POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nX-Request-Id: big-1\r\n"+
+	resp := rawExchange(t, tg, "POST /v1/embeddings HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: big-1\r\n"+
 		"Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n")
 	if resp.StatusCode() != 413 || string(resp.Header.Peek("X-Request-Id")) != "big-1" {
 		t.Fatalf("got %d, X-Request-Id %q", resp.StatusCode(), resp.Header.Peek("X-Request-Id"))
@@ -73,7 +73,7 @@ func TestBodyTooLargeIsRecordedWithRequestID(t *testing.T) {
 	noMoreRecords(t, rec, "413")
 
 	// Off the API paths the surface is "none"; a bad id is not echoed.
-	resp = rawExchange(t, tg, "POST /elsewhere HTTP/1.1\r\nHost: x\r\nX-Request-Id: bad id\r\n"+
+	resp = rawExchange(t, tg, "POST /elsewhere HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: bad id\r\n"+
 		"Content-Length: 5000\r\n\r\n")
 	id := string(resp.Header.Peek("X-Request-Id"))
 	if resp.StatusCode() != 413 || !generatedID.MatchString(id) {
@@ -99,9 +99,9 @@ func TestUnreadableRequestsAreRecorded(t *testing.T) {
 		raw    string
 		status int
 	}{
-		{"headers too large", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Big: " +
+		{"headers too large", "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nX-Big: " +
 			strings.Repeat("a", ReadBufferSize) + "\r\n\r\n", 431},
-		{"malformed", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: zz\r\n\r\n", 400},
+		{"malformed", "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: zz\r\n\r\n", 400},
 	} {
 		resp := rawExchange(t, tg, tc.raw)
 		id := string(resp.Header.Peek("X-Request-Id"))

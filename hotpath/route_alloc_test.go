@@ -29,14 +29,14 @@ targets:
 		t.Fatal(err)
 	}
 	var rc fasthttp.RequestCtx
-	rc.Request.Header.SetMethod("POST")
-	rc.Request.SetRequestURI("/v1/chat/completions")
-	rc.Request.Header.Set("X-Gateway-Metadata", `{"tier":"gold","n":1.5}`)
-	rc.Request.SetBodyString(`{"model":"m-1","messages":[{"role":"user","content":"hi"}],"stream":true,"tools":[{}],"user":"u"}`)
+	if err := parseRequest(t, &rc.Request, "/v1/chat/completions", "X-Gateway-Metadata: {\"tier\":\"gold\",\"n\":1.5}\r\n",
+		[]byte(`{"model":"m-1","messages":[{"role":"user","content":"hi"}],"stream":true,"tools":[{}],"user":"u"}`)); err != nil {
+		t.Fatal(err)
+	}
 	sc := scratchPool.Get().(*scratch)
 	run := func() {
 		setRequestID(&rc)
-		if !routeRequest(&rc, st, router.SurfaceChat, sc) || len(sc.cands) != 2 || sc.cands[0].Name != "b" || sc.rule != 1 {
+		if !routeRequest(&rc, st, router.SurfaceChat, false, sc) || len(sc.cands) != 2 || sc.cands[0].Name != "b" || sc.rule != 1 {
 			t.Fatalf("routed to %d candidates, rule %d: %s", len(sc.cands), sc.rule, rc.Response.Body())
 		}
 	}

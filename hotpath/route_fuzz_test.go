@@ -43,20 +43,28 @@ targets:
 	} {
 		f.Add([]byte(s[0]), s[1], uint8(0))
 	}
+	f.Add([]byte(`{"model":"x-1","metadata":{"user_id":"u"},"user":1}`), `{"tier":"gold"}`, uint8(router.SurfaceMessages))
+	f.Add([]byte(`{"model":"x-1","metadata":{"user_id":2}}`), ``, uint8(router.SurfaceMessages))
+	f.Add([]byte(`{"model":"x-1","user":"u","stream":true}`), ``, uint8(router.SurfaceResponses))
 	f.Fuzz(func(t *testing.T, body []byte, meta string, surface uint8) {
 		s := router.Surface(surface % uint8(router.NumSurfaces))
 		var rc fasthttp.RequestCtx
-		rc.Request.Header.SetMethod("POST")
-		rc.Request.SetRequestURI("/v1/chat/completions")
+		var hdr string
 		if meta != "" && !strings.ContainsAny(meta, "\r\n") {
-			rc.Request.Header.Set("X-Gateway-Metadata", meta)
+			hdr = "X-Gateway-Metadata: " + meta + "\r\n"
 		}
-		rc.Request.SetBody(body)
+		if err := parseRequest(t, &rc.Request, "/v1/chat/completions", hdr, body); err != nil {
+			return // a head the server would refuse before routing
+		}
 		sc := &scratch{}
-		if !routeRequest(&rc, st, s, sc) {
+		if !routeRequest(&rc, st, s, false, sc) {
 			status := rc.Response.StatusCode()
+			envelope := `{"error":{"message":`
+			if s == router.SurfaceMessages {
+				envelope = `{"type":"error","error":{"type":`
+			}
 			if (status != 400 && status != 404 && status != 413) ||
-				!strings.HasPrefix(string(rc.Response.Body()), `{"error":{"message":`) {
+				!strings.HasPrefix(string(rc.Response.Body()), envelope) {
 				t.Fatalf("refusal %d %s", status, rc.Response.Body())
 			}
 			return

@@ -62,7 +62,7 @@ func NewServer(g *Gateway, logger fasthttp.Logger, reduceMemoryUsage bool) *fast
 		// fasthttp writes "100 Continue" before the handler runs, under
 		// whatever write deadline the connection's previous answer left
 		// (WriteTimeout, or a stream's last one); arm a fresh one first.
-		ExpectHandler: expectContinue,
+		ExpectHandler: g.expectContinue,
 		// No Server header: it only advertises the implementation.
 		Name:                  "",
 		NoDefaultServerHeader: true,
@@ -106,10 +106,33 @@ func NewServer(g *Gateway, logger fasthttp.Logger, reduceMemoryUsage bool) *fast
 	}
 }
 
-// expectContinue lets every "Expect: 100-continue" request go on, with a
-// fresh write deadline for the interim answer.
-func expectContinue(rc *fasthttp.RequestCtx) int {
+// expectContinue answers an "Expect: 100-continue" request at once, before
+// its body is sent, when the handler would refuse it from its head alone:
+// a screen refusal (see screen), or a declared Content-Length over
+// max_request_bytes (413). Else the request goes on, with a fresh write
+// deadline for the interim answer. fasthttp then skips the handler and
+// closes the connection; the answer written here is what it sends.
+func (g *Gateway) expectContinue(rc *fasthttp.RequestCtx) int {
 	armWrite(rc)
+	st := g.Load()
+	r := routeOf(rc.URI().PathOriginal())
+	if why := screen(rc, st); why != refusedNone {
+		setRequestID(rc)
+		g.refuse(rc, r, why, false)
+		return rc.Response.StatusCode()
+	}
+	limit := FallbackMaxRequestBytes
+	if st != nil {
+		limit = st.maxRequestBytes
+	}
+	if rc.Request.Header.ContentLength() > limit {
+		setRequestID(rc)
+		writeTooLarge(rc, limit)
+		if g.Finished != nil {
+			g.finishRefused(rc, r.recordSurface(), telemetry.RuleNotRouted, nil, 0, "")
+		}
+		return fasthttp.StatusRequestEntityTooLarge
+	}
 	return fasthttp.StatusContinue
 }
 
@@ -154,11 +177,7 @@ func (g *Gateway) errorHandler(rc *fasthttp.RequestCtx, err error) {
 	setRequestID(rc)
 	g.writeReadError(rc, err)
 	if g.Finished != nil {
-		s := telemetry.SurfaceNone
-		if as, ok := routeOf(rc.Path()).surface(); ok {
-			s = as
-		}
-		g.finishRefused(rc, s, telemetry.RuleNotRouted, nil, 0, "")
+		g.finishRefused(rc, routeOf(rc.URI().PathOriginal()).recordSurface(), telemetry.RuleNotRouted, nil, 0, "")
 	}
 }
 

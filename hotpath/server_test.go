@@ -37,7 +37,7 @@ func testLargeHeadersOnKeepAlive(t *testing.T, reduce bool) {
 		t.Fatalf("metadata is %d bytes", len(meta))
 	}
 	body := `{"model":"m-1","messages":[]}`
-	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\n" +
+	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost:8080\r\n" +
 		"Authorization: Bearer sk-" + strings.Repeat("k", 160) + "\r\n" +
 		"Cookie: session=" + strings.Repeat("c", 2600) + "\r\n" +
 		"Traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n" +

@@ -3,6 +3,7 @@ package hotpath
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,9 @@ type State struct {
 	// when zero (a Config built by hand rather than loaded).
 	maxRequestBytes int
 	requestTimeout  time.Duration
+	// allowedHosts and allowedOrigins are Config.Server.AllowedHosts and
+	// AllowedOrigins, lowercased; see screen.
+	allowedHosts, allowedOrigins []string
 	// keys are the client keys by digest; nil without an auth block.
 	keys keyring
 }
@@ -55,6 +59,8 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 		Router:          snap,
 		Targets:         make([]*upstream.Target, len(cfg.Targets)),
 		maxRequestBytes: cfg.Server.MaxRequestBytes,
+		allowedHosts:    lowerAll(cfg.Server.AllowedHosts),
+		allowedOrigins:  lowerAll(cfg.Server.AllowedOrigins),
 	}
 	if st.maxRequestBytes <= 0 {
 		st.maxRequestBytes = config.DefaultMaxRequestBytes
@@ -72,6 +78,16 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 	st.ModelsBody = appendModels(nil, snap.Models(), snap.Created())
 	st.keys = buildKeys(cfg, snap)
 	return st, nil
+}
+
+// lowerAll returns ss lowercased (a loaded Config's lists already are; one
+// built by hand may not be).
+func lowerAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToLower(s)
+	}
+	return out
 }
 
 // appendModels appends the /v1/models body (SPEC §5) to dst; data is never

@@ -25,7 +25,7 @@ func linearMatch(rules []RuleSpec, r *Request) (int, []int) {
 var linearFallback = []int{0}
 
 func linearRuleMatches(rule *RuleSpec, r *Request) bool {
-	rich := r.Surface == SurfaceChat || r.Surface == SurfaceCompletions
+	rich := r.Surface == SurfaceChat || r.Surface == SurfaceCompletions || r.Surface == SurfaceResponses || r.Surface == SurfaceMessages
 	switch rule.Key {
 	case KeyModel:
 		return string(r.Model) == rule.Value

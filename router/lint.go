@@ -151,7 +151,7 @@ type modelProbe struct {
 	model []byte
 	// cover is the lowest model or model_prefix rule matching model (or
 	// noRule): it matches every request for model, so no later rule can
-	// win. rich is cover lowered, for chat and completions, to the later
+	// win. rich is cover lowered, for chat-like surfaces, to the later
 	// rule of a stream true/false pair or of a has_tools pair, which
 	// together match every request there.
 	cover, rich int32
@@ -183,7 +183,7 @@ func (s *Snapshot) routes(j int, p *modelProbe, t int) bool {
 			continue
 		}
 		limit := p.cover
-		if x == SurfaceChat || x == SurfaceCompletions {
+		if x.ChatLike() {
 			limit = p.rich
 		}
 		if j >= 0 && int32(j) > limit {

@@ -117,3 +117,22 @@ func TestModelsIncludeModelMapKeys(t *testing.T) {
 		t.Errorf("Target(2).MappedModels = %v after the caller changed its slice", got)
 	}
 }
+
+// A model that only the responses or messages surface routes is listed,
+// owned by the member serving it there.
+func TestModelsOnNewSurfaces(t *testing.T) {
+	targets := []TargetSpec{
+		{Name: "fallback", Provider: "openai", Surfaces: 1 << SurfaceChat, Models: []string{"gpt-4o"}},
+		{Name: "resp", Provider: "openai", Surfaces: 1 << SurfaceResponses, Models: []string{"o3-pro"}},
+		{Name: "msgs", Provider: "anthropic", Surfaces: 1 << SurfaceMessages, Models: []string{"claude-opus"}},
+	}
+	rules := []RuleSpec{
+		{Key: KeyModel, Value: "o3-pro", Chain: []int{1}},
+		{Key: KeyModelPrefix, Value: "claude-", Chain: []int{0, 2}},
+	}
+	s := mustCompile(t, rules, targets)
+	want := []ModelInfo{{ID: "claude-opus", OwnedBy: "anthropic"}, {ID: "gpt-4o", OwnedBy: "openai"}, {ID: "o3-pro", OwnedBy: "openai"}}
+	if got := s.Models(); !slices.Equal(got, want) {
+		t.Errorf("models %v, want %v", got, want)
+	}
+}

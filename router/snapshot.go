@@ -173,7 +173,7 @@ func cloneStrings(s []string) []string {
 // The returned chain is owned by the Snapshot and must not be modified.
 //
 // Semantics (SPEC §4.3): stream, has_tools and metadata rules match only on
-// chat and completions; a user rule never matches when r.HasUser is false;
+// chat-like surfaces (Surface.ChatLike); a user rule never matches when r.HasUser is false;
 // a metadata rule matches when any entry of r.Metadata has its field and
 // value, byte for byte.
 //
@@ -183,7 +183,7 @@ func cloneStrings(s []string) []string {
 func (s *Snapshot) Match(r *Request) (rule int, chain []int) {
 	best := noRule
 	// Surface-gated kinds first: they are array reads.
-	rich := r.Surface == SurfaceChat || r.Surface == SurfaceCompletions
+	rich := r.Surface.ChatLike()
 	if rich {
 		best = s.stream[b2i(r.Stream)]
 		if v := s.tools[b2i(r.HasTools)]; v < best {

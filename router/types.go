@@ -15,10 +15,22 @@ const (
 	SurfaceCompletions
 	SurfaceEmbeddings
 	SurfaceImages
+	// SurfaceResponses is OpenAI's Responses API (POST /v1/responses).
+	SurfaceResponses
+	// SurfaceMessages is Anthropic's Messages API (POST /v1/messages and
+	// /v1/messages/count_tokens).
+	SurfaceMessages
 	NumSurfaces
 )
 
-var surfaceNames = [NumSurfaces]string{"chat", "completions", "embeddings", "images"}
+var surfaceNames = [NumSurfaces]string{"chat", "completions", "embeddings", "images", "responses", "messages"}
+
+// ChatLike reports whether s has streaming answers and routes on stream,
+// has_tools and metadata (SPEC §4.3): every surface but embeddings and
+// images.
+func (s Surface) ChatLike() bool {
+	return s == SurfaceChat || s == SurfaceCompletions || s == SurfaceResponses || s == SurfaceMessages
+}
 
 // String returns the surface's name as used in explain, logs and metrics.
 func (s Surface) String() string {
@@ -124,8 +136,8 @@ type Request struct {
 	HasUser  bool
 	Stream   bool
 	HasTools bool
-	// Metadata is the parsed X-Gateway-Metadata header (chat and completions
-	// only; ignored on other surfaces).
+	// Metadata is the parsed X-Gateway-Metadata header (chat-like surfaces
+	// only; ignored on embeddings and images).
 	Metadata []Pair
 }
 

@@ -132,6 +132,8 @@ func TestMetricsObserverEventsAndRequests(t *testing.T) {
 	m.Request(router.SurfaceChat, 200)
 	m.Request(router.SurfaceEmbeddings, 404)
 	m.Request(router.SurfaceImages, 502)
+	m.Request(router.SurfaceResponses, 200)
+	m.Request(router.SurfaceMessages, 529)
 	m.Request(router.SurfaceCompletions, 999) // out of range: "other"
 	m.Request(router.SurfaceCompletions, 0)   // out of range: "other"
 	m.Request(router.Surface(77), 200)        // unknown surface
@@ -159,6 +161,8 @@ func TestMetricsObserverEventsAndRequests(t *testing.T) {
 			key(famRequests, "surface", "chat", "status", "200"):               2,
 			key(famRequests, "surface", "embeddings", "status", "404"):         1,
 			key(famRequests, "surface", "images", "status", "502"):             1,
+			key(famRequests, "surface", "responses", "status", "200"):          1,
+			key(famRequests, "surface", "messages", "status", "529"):           1,
 			key(famRequests, "surface", "completions", "status", "other"):      2,
 			key(famRequests, "surface", "unknown", "status", "200"):            1,
 		},

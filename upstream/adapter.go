@@ -95,6 +95,28 @@ type Call struct {
 	Body []byte
 	// Model is the model id the client asked for.
 	Model []byte
+	// CountTokens is set on the messages surface for
+	// POST /v1/messages/count_tokens (never a stream).
+	CountTokens bool
+	// Header is the client's request header, for an adapter that forwards
+	// named client headers (the Messages pass-through's anthropic-version
+	// and anthropic-beta); nil = none. Borrowed like Body.
+	Header *fasthttp.RequestHeader
+}
+
+// surfaceAdapter is an Adapter that serves some surface through another
+// Adapter (anthropic's Messages pass-through).
+type surfaceAdapter interface {
+	forSurface(s router.Surface) Adapter
+}
+
+// adapterOfSurface returns the Adapter that speaks surface s for a target whose
+// provider adapter is a. Allocation-free.
+func adapterOfSurface(a Adapter, s router.Surface) Adapter {
+	if sa, ok := a.(surfaceAdapter); ok {
+		return sa.forSurface(s)
+	}
+	return a
 }
 
 // Adapter speaks one provider's protocol. Implementations are stateless and
@@ -107,8 +129,8 @@ type Adapter interface {
 	// the model id after model_map. req arrives reset.
 	BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, upstreamModel []byte) error
 	// ClassifyError inspects a non-2xx answer and returns its class and the
-	// OpenAI-shaped error envelope ({"error":{...}}) the client gets if this
-	// answer is final.
+	// error envelope the client gets if this answer is final: OpenAI-shaped
+	// ({"error":{...}}), Anthropic-shaped on the messages surface.
 	ClassifyError(status int, h *fasthttp.ResponseHeader, body []byte) (Class, []byte)
 	// TranslateResponse appends the OpenAI-shaped body of a 2xx non-stream
 	// answer to dst.
@@ -133,8 +155,13 @@ type StreamError struct {
 	Class Class
 	// Status is the HTTP status the error would have had (e.g. 429, 500).
 	Status int
-	// Body is the OpenAI-shaped error envelope.
+	// Body is the error envelope in the surface's shape (OpenAI's; on
+	// messages, Anthropic's).
 	Body []byte
+	// Framed is true when the frame returned with the error is the
+	// upstream's own error event: after the commit the relay passes it on
+	// and adds no error frame of its own; before it, Body is the answer.
+	Framed bool
 }
 
 func (e *StreamError) Error() string { return "upstream stream error: " + e.Class.String() }

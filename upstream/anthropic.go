@@ -22,8 +22,18 @@ type anthropicAdapter struct{}
 
 func newAnthropicAdapter() Adapter { return anthropicAdapter{} }
 
-// Surfaces reports chat only: the Messages API has no other OpenAI surface.
-func (anthropicAdapter) Surfaces() router.SurfaceSet { return 1 << router.SurfaceChat }
+// Surfaces reports chat (translated) and messages (passed through).
+func (anthropicAdapter) Surfaces() router.SurfaceSet {
+	return 1<<router.SurfaceChat | 1<<router.SurfaceMessages
+}
+
+// forSurface implements surfaceAdapter: messages is the pass-through.
+func (a anthropicAdapter) forSurface(s router.Surface) Adapter {
+	if s == router.SurfaceMessages {
+		return messagesAdapter{}
+	}
+	return a
+}
 
 // BuildRequest translates the client's chat body into a Messages request.
 func (anthropicAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, upstreamModel []byte) error {

@@ -434,7 +434,7 @@ func TestAnthropicBadRequests(t *testing.T) {
 		if err == nil {
 			t.Errorf("%T accepted the embeddings surface", a)
 		}
-		if a.Surfaces() != 1<<router.SurfaceChat {
+		if want := router.SurfaceSet(1 << router.SurfaceChat); a.Surfaces()&^(1<<router.SurfaceMessages) != want {
 			t.Errorf("%T surfaces %b", a, a.Surfaces())
 		}
 	}
@@ -459,7 +459,11 @@ func TestAdaptersRegistered(t *testing.T) {
 		if f == nil {
 			t.Fatalf("%s adapter not registered", name)
 		}
-		if f().Surfaces() != 1<<router.SurfaceChat {
+		want := router.SurfaceSet(1 << router.SurfaceChat)
+		if name == "anthropic" {
+			want |= 1 << router.SurfaceMessages
+		}
+		if f().Surfaces() != want {
 			t.Errorf("%s: wrong adapter registered", name)
 		}
 	}

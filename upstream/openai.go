@@ -18,22 +18,27 @@ import (
 // and streams pass through unchanged. Stateless.
 type openAIAdapter struct{}
 
+// openAIPaths is the path under base_url of each surface openai serves; ""
+// for one it does not (messages).
 var openAIPaths = [router.NumSurfaces]string{
 	router.SurfaceChat:        "/chat/completions",
 	router.SurfaceCompletions: "/completions",
 	router.SurfaceEmbeddings:  "/embeddings",
 	router.SurfaceImages:      "/images/generations",
+	router.SurfaceResponses:   "/responses",
 }
 
-// Surfaces implements Adapter: all four.
-func (openAIAdapter) Surfaces() router.SurfaceSet { return router.AllSurfaces }
+// Surfaces implements Adapter: every surface but messages.
+func (openAIAdapter) Surfaces() router.SurfaceSet {
+	return router.AllSurfaces &^ (1 << router.SurfaceMessages)
+}
 
 // BuildRequest implements Adapter: POST {base_url}{path}, the target's key
 // as a bearer token when set, the client's body with the model rewritten
 // when upstreamModel differs from c.Model.
 func (openAIAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, upstreamModel []byte) error {
-	if c.Surface >= router.NumSurfaces {
-		return errors.New("unknown surface")
+	if c.Surface >= router.NumSurfaces || openAIPaths[c.Surface] == "" {
+		return errors.New("this provider does not serve " + c.Surface.String())
 	}
 	req.Header.SetMethod(fasthttp.MethodPost)
 	uri := req.URI()
@@ -47,6 +52,12 @@ func (openAIAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, 
 	if ep.APIKey != "" {
 		req.Header.SetBytesV(fasthttp.HeaderAuthorization, append(append(buf[:0], "Bearer "...), ep.APIKey...))
 	}
+	return setPassThroughBody(req, c, upstreamModel)
+}
+
+// setPassThroughBody sets the client's body as req's, byte for byte, with
+// the top-level "model" rewritten when upstreamModel differs from c.Model.
+func setPassThroughBody(req *fasthttp.Request, c *Call, upstreamModel []byte) error {
 	if bytes.Equal(upstreamModel, c.Model) {
 		// Fast path: the body goes out as the client sent it. SetBodyRaw
 		// keeps a reference; the body outlives every attempt of the walk.
@@ -121,8 +132,13 @@ func (openAIAdapter) TranslateResponse(dst, body []byte, _ *Call) ([]byte, error
 	return append(dst, body...), nil
 }
 
-// NewStream implements Adapter: an SSE relay.
-func (openAIAdapter) NewStream(*Call) StreamDecoder { return &sseDecoder{} }
+// NewStream implements Adapter: an SSE relay; on responses, of named events.
+func (openAIAdapter) NewStream(c *Call) StreamDecoder {
+	if c.Surface == router.SurfaceResponses {
+		return responsesEvents
+	}
+	return &sseDecoder{}
+}
 
 var parserPool fastjson.ParserPool
 

@@ -152,6 +152,9 @@ type outcome struct {
 	envelope []byte
 	// retryAfter is the upstream's Retry-After value (owned copy), if any.
 	retryAfter []byte
+	// framed: a stream's error arrived as the upstream's own error event,
+	// already in the frame the relay writes (StreamError.Framed).
+	framed bool
 }
 
 type walk struct {
@@ -349,14 +352,15 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		}
 	}()
 	model := t.UpstreamModel(w.call.Model)
-	if err := t.Adapter.BuildRequest(req, &t.Endpoint, w.call, model); err != nil {
+	ad := adapterOfSurface(t.Adapter, w.call.Surface)
+	if err := ad.BuildRequest(req, &t.Endpoint, w.call, model); err != nil {
 		fasthttp.ReleaseRequest(req)
 		// Not an upstream call: the request cannot be expressed for this
 		// provider. A client error, neutral for the breaker.
 		w.pending = false
 		t.Breaker().Done(ticket, ClassClient, w.clk.now())
 		return outcome{class: ClassClient, status: fasthttp.StatusBadRequest,
-			envelope: AppendError(nil, err.Error(), TypeInvalidRequest, CodeInvalidRequest)}, false
+			envelope: AppendSurfaceError(nil, w.call.Surface, fasthttp.StatusBadRequest, err.Error(), TypeInvalidRequest, CodeInvalidRequest)}, false
 	}
 	// Only the request id passes from the client; BuildRequest set
 	// everything else, so the client's Authorization, X-Gateway-Metadata and
@@ -393,7 +397,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	status := resp.StatusCode()
 	if status < 200 || status > 299 {
 		body := errorBody(resp)
-		class, env := t.Adapter.ClassifyError(status, &resp.Header, body)
+		class, env := ad.ClassifyError(status, &resp.Header, body)
 		o = outcome{class: class, status: status}
 		if class == ClassClient || class == ClassContextLength {
 			o.envelope = append([]byte(nil), env...)
@@ -411,14 +415,14 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		return o, false
 	}
 	if w.call.Stream {
-		return w.stream(t, ticket, resp, t0)
+		return w.stream(t, ad, ticket, resp, t0)
 	}
 	w.res.TTFB = w.now.Sub(w.start)
 	// Translate into the client response's pooled body buffer: a fresh
 	// response has none yet, and Body() alone would hand nil to the
 	// adapter, so every answer would be copied into a new allocation.
 	w.rc.Response.AppendBody(nil)
-	out, err := t.Adapter.TranslateResponse(w.rc.Response.Body()[:0], resp.Body(), w.call)
+	out, err := ad.TranslateResponse(w.rc.Response.Body()[:0], resp.Body(), w.call)
 	if err != nil {
 		// A 2xx the adapter cannot read: the upstream broke the protocol.
 		o = outcome{class: ClassTransport}
@@ -501,12 +505,16 @@ func setModelHeader(h *fasthttp.ResponseHeader, model []byte) {
 	h.SetCanonical(headerModel, model)
 }
 
-// fail writes the final error of a walk that found no answer (SPEC §5).
+// fail writes the final error of a walk that found no answer (SPEC §5), in
+// the envelope of the call's surface.
 func (w *walk) fail() {
 	o := w.last
 	rc := w.rc
 	status := fasthttp.StatusBadGateway
 	var body []byte
+	gateway := func(msg, typ, code string) []byte {
+		return AppendSurfaceError(nil, w.call.Surface, status, msg, typ, code)
+	}
 	switch o.class {
 	case ClassCircuitOpen:
 		status = fasthttp.StatusServiceUnavailable
@@ -516,11 +524,11 @@ func (w *walk) fail() {
 			// skipped. Do not tell the client every circuit is open.
 			msg = "no upstream available: the candidates left after a failure have open circuits"
 		}
-		body = AppendError(nil, msg, TypeUpstream, CodeUpstreamUnavailable)
+		body = gateway(msg, TypeUpstream, CodeUpstreamUnavailable)
 	case ClassSaturated:
 		status = fasthttp.StatusTooManyRequests
 		rc.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
-		body = AppendError(nil, "upstream saturated: concurrency queue full", TypeRateLimit, CodeProviderSaturated)
+		body = gateway("upstream saturated: concurrency queue full", TypeRateLimit, CodeProviderSaturated)
 	case ClassRateLimited, ClassParked:
 		status = fasthttp.StatusTooManyRequests
 		switch {
@@ -532,7 +540,7 @@ func (w *walk) fail() {
 		default:
 			rc.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, strconv.AppendInt(nil, int64(DefaultPark/time.Second), 10))
 		}
-		body = AppendError(nil, "upstream rate limit exceeded", TypeRateLimit, CodeRateLimitExceeded)
+		body = gateway("upstream rate limit exceeded", TypeRateLimit, CodeRateLimitExceeded)
 	case ClassClient, ClassContextLength:
 		status = o.status
 		body = o.envelope
@@ -542,18 +550,18 @@ func (w *walk) fail() {
 			status = fasthttp.StatusBadRequest
 		}
 		if len(body) == 0 {
-			body = AppendError(nil, "upstream refused the request", TypeInvalidRequest, CodeInvalidRequest)
+			body = gateway("upstream refused the request", TypeInvalidRequest, CodeInvalidRequest)
 		}
 	case ClassAuth:
-		body = AppendError(nil, "upstream rejected the gateway's credentials", TypeUpstream, CodeUpstreamAuth)
+		body = gateway("upstream rejected the gateway's credentials", TypeUpstream, CodeUpstreamAuth)
 	case ClassTimeout:
 		status = fasthttp.StatusGatewayTimeout
-		body = AppendError(nil, "upstream timed out", TypeUpstream, CodeGatewayTimeout)
+		body = gateway("upstream timed out", TypeUpstream, CodeGatewayTimeout)
 	case ClassCanceled:
 		status = statusClientClosed
-		body = AppendError(nil, "client closed the request", TypeInvalidRequest, CodeInvalidRequest)
+		body = gateway("client closed the request", TypeInvalidRequest, CodeInvalidRequest)
 	default: // ClassServer, ClassTransport
-		body = AppendError(nil, "upstream failed", TypeUpstream, CodeUpstreamError)
+		body = gateway("upstream failed", TypeUpstream, CodeUpstreamError)
 	}
 	rc.SetStatusCode(status)
 	rc.SetContentType("application/json")

@@ -187,11 +187,12 @@ func (h *harness) walk(call *Call, chain []*Target, timeout time.Duration, obs O
 	req.Header.SetMethod("POST")
 	req.SetRequestURI("/v1/chat/completions")
 	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
+		req.Header.Add(hdr[i], hdr[i+1])
 	}
 	req.SetBody(call.Body)
 	rc := &fasthttp.RequestCtx{}
 	rc.Init(&req, nil, nil)
+	call.Header = &rc.Request.Header // as the hot path sets it
 	res := walkWith(rc, call, chain, h.clk.now().Add(timeout), obs, h.clk)
 	return rc, res
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/router"
 )
 
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
@@ -19,8 +21,9 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<
 // attempt failure), then commits and hands the rest to a stream writer that
 // relays event by event. After the commit a failure ends the stream with an
 // SSE error frame and no [DONE]; nothing is retried.
-func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time.Time) (outcome, bool) {
-	dec := t.Adapter.NewStream(w.call)
+func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Response, t0 time.Time) (outcome, bool) {
+	dec := ad.NewStream(w.call)
+	surface := w.call.Surface
 	br := readerPool.Get().(*bufio.Reader)
 	src := resp.BodyStream()
 	if src == nil {
@@ -37,7 +40,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 	frame, err := dec.Next((*buf)[:0], br)
 	w.now = w.clk.now() // the first event may take long: done and TTFB need this
 	if err != nil && err != io.EOF {
-		o := streamFailure(err)
+		o := streamFailure(err, surface)
 		o.status = max(o.status, 0)
 		resp.CloseBodyStream() //nolint:errcheck // discards the connection if unread
 		br.Reset(nil)
@@ -84,7 +87,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 			breakerClass := class
 			if v := recover(); v != nil {
 				reportPanic(obs, v)
-				writeErrorFrame(bw, internalErrorEnvelope)
+				writeErrorFrame(bw, surface, internalErrorEnvelope(surface)) //nolint:errcheck // the client may be gone
 				// The gateway's bug, not the target's: neutral for the breaker.
 				class, breakerClass = ClassTransport, ClassCanceled
 			}
@@ -126,7 +129,7 @@ func (w *walk) stream(t *Target, ticket Ticket, resp *fasthttp.Response, t0 time
 			}()
 			obs.StreamEnd(res, end.Sub(start))
 		}()
-		class = relay(bw, dec, br, first, firstErr, func() {
+		class = relay(bw, surface, dec, br, first, firstErr, func() {
 			// Between events the silence is bounded by the target timeout.
 			setStreamDeadline(laddr, clk.now().Add(t.Timeout))
 		}, func() {
@@ -159,15 +162,10 @@ func reportPanic(obs Observer, v any) {
 	}
 }
 
-var internalErrorEnvelope = AppendError(nil, "internal gateway error", TypeServer, CodeInternalError)
-
-// writeErrorFrame writes one SSE error frame and flushes it; errors are
-// ignored (the client may be gone).
-func writeErrorFrame(bw *bufio.Writer, envelope []byte) {
-	bw.WriteString("data: ") //nolint:errcheck // Flush reports it
-	bw.Write(envelope)       //nolint:errcheck
-	bw.WriteString("\n\n")   //nolint:errcheck
-	bw.Flush()               //nolint:errcheck
+// internalErrorEnvelope is the error of a gateway bug inside a stream of
+// surface s.
+func internalErrorEnvelope(s router.Surface) []byte {
+	return AppendSurfaceError(nil, s, 500, "internal gateway error", TypeServer, CodeInternalError)
 }
 
 // Draining a finished stream for connection reuse is bounded by these.
@@ -189,10 +187,12 @@ func putFrame(buf *[]byte) {
 }
 
 // relay writes the first frame and then every further one, flushing each.
-// It returns the stream's outcome class. beforeRead runs before each read
-// from the upstream after the first, beforeWrite before each write to the
-// client. buf holds the frame buffer for reuse.
-func relay(bw *bufio.Writer, dec StreamDecoder, br *bufio.Reader, frame []byte, err error, beforeRead, beforeWrite func(), buf *[]byte) Class {
+// It returns the stream's outcome class. A failure ends the stream with
+// surface s's error frame, unless the decoder's frame already carried the
+// upstream's own error event (StreamError.Framed). beforeRead runs before
+// each read from the upstream after the first, beforeWrite before each
+// write to the client. buf holds the frame buffer for reuse.
+func relay(bw *bufio.Writer, s router.Surface, dec StreamDecoder, br *bufio.Reader, frame []byte, err error, beforeRead, beforeWrite func(), buf *[]byte) Class {
 	defer func() { *buf = frame[:0] }()
 	for {
 		beforeWrite()
@@ -208,12 +208,14 @@ func relay(bw *bufio.Writer, dec StreamDecoder, br *bufio.Reader, frame []byte, 
 				}
 				return ClassOK
 			}
-			o := streamFailure(err)
-			body := o.envelope
-			bw.WriteString("data: ") //nolint:errcheck // Flush reports it
-			bw.Write(body)           //nolint:errcheck
-			bw.WriteString("\n\n")   //nolint:errcheck
-			if bw.Flush() != nil {
+			o := streamFailure(err, s)
+			if o.framed {
+				if bw.Flush() != nil {
+					return ClassCanceled
+				}
+				return o.class
+			}
+			if writeErrorFrame(bw, s, o.envelope) != nil {
 				return ClassCanceled
 			}
 			return o.class
@@ -226,27 +228,28 @@ func relay(bw *bufio.Writer, dec StreamDecoder, br *bufio.Reader, frame []byte, 
 	}
 }
 
-// streamFailure turns a decoder error into an outcome with its envelope.
-func streamFailure(err error) outcome {
+// streamFailure turns a decoder error into an outcome with its envelope,
+// in surface s's shape when the gateway makes it.
+func streamFailure(err error, s router.Surface) outcome {
 	var se *StreamError
 	if errors.As(err, &se) {
-		o := outcome{class: se.Class, status: se.Status, envelope: se.Body}
+		o := outcome{class: se.Class, status: se.Status, envelope: se.Body, framed: se.Framed}
 		if len(o.envelope) == 0 {
 			// A decoder that gave no envelope must still produce a
 			// well-formed error frame (and final answer), not "data: ".
 			if o.class == ClassClient || o.class == ClassContextLength {
-				o.envelope = AppendError(nil, "upstream refused the request", TypeInvalidRequest, CodeInvalidRequest)
+				o.envelope = AppendSurfaceError(nil, s, 400, "upstream refused the request", TypeInvalidRequest, CodeInvalidRequest)
 			} else {
-				o.envelope = AppendError(nil, "upstream stream failed", TypeUpstream, CodeUpstreamError)
+				o.envelope = AppendSurfaceError(nil, s, 502, "upstream stream failed", TypeUpstream, CodeUpstreamError)
 			}
 		}
 		return o
 	}
 	class := errClass(err)
 	if class == ClassTimeout {
-		return outcome{class: class, envelope: AppendError(nil, "upstream stream timed out", TypeUpstream, CodeGatewayTimeout)}
+		return outcome{class: class, envelope: AppendSurfaceError(nil, s, 504, "upstream stream timed out", TypeUpstream, CodeGatewayTimeout)}
 	}
-	return outcome{class: class, envelope: AppendError(nil, "upstream stream failed", TypeUpstream, CodeUpstreamError)}
+	return outcome{class: class, envelope: AppendSurfaceError(nil, s, 502, "upstream stream failed", TypeUpstream, CodeUpstreamError)}
 }
 
 // clientConn returns the client connection of rc if its write deadline can
