@@ -4,7 +4,7 @@
 GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test vet staticcheck bench demo clean
+.PHONY: all build test vet staticcheck bench demo image clean
 
 all: build
 
@@ -32,6 +32,26 @@ demo:
 # Extra options: make bench BENCHFLAGS="-duration 10s -pin=false".
 bench:
 	$(GO) run ./bench/cmd/benchrun $(BENCHFLAGS)
+
+# image builds the container image from Dockerfile (static binary on
+# distroless, non-root) as $(IMAGE), with the version stamped in. It needs
+# docker or podman (CONTAINER_TOOL=... to choose) that can reach its
+# daemon; without one it stops with a message saying so.
+VERSION        ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE          ?= switchyard:$(VERSION)
+CONTAINER_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+
+image:
+	@if [ -z "$(CONTAINER_TOOL)" ]; then \
+		echo "make image: no container runtime found (looked for docker and podman in PATH)." >&2; \
+		echo "Install one, or set CONTAINER_TOOL=/path/to/docker; the binary alone builds with: make build" >&2; \
+		exit 1; \
+	fi
+	@if ! $(CONTAINER_TOOL) info >/dev/null 2>&1; then \
+		echo "make image: $(CONTAINER_TOOL) is installed but cannot reach its daemon/service ($(CONTAINER_TOOL) info failed)." >&2; \
+		exit 1; \
+	fi
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 clean:
 	rm -f switchyard

@@ -22,10 +22,18 @@ import (
 
 // Defaults (SPEC §2).
 const (
-	DefaultListen           = "127.0.0.1:8080"
-	DefaultMaxRequestBytes  = 10 << 20
-	DefaultRequestTimeout   = 300 * time.Second
-	DefaultShutdownTimeout  = 30 * time.Second
+	DefaultListen          = "127.0.0.1:8080"
+	DefaultMaxRequestBytes = 10 << 20
+	DefaultRequestTimeout  = 300 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+	// MaxDrainDelay bounds server.drain_delay: load balancers notice a
+	// failing readiness check within seconds; minutes of delay only hold
+	// a rollout up.
+	MaxDrainDelay = 5 * time.Minute
+	// MinConfigWatch and MaxConfigWatch bound a non-zero
+	// server.config_watch: each check reads and hashes the whole file.
+	MinConfigWatch          = 100 * time.Millisecond
+	MaxConfigWatch          = time.Hour
 	DefaultLogLevel         = "info"
 	DefaultLogFormat        = "json"
 	DefaultTargetTimeout    = 60 * time.Second
@@ -348,8 +356,8 @@ func syntaxProblem(file string, err error) Problem {
 
 var (
 	topKeys    = []string{"server", "log", "strategy", "targets", "auth"}
-	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "reduce_memory_usage",
-		"allowed_hosts", "allowed_origins"}
+	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch",
+		"reduce_memory_usage", "allowed_hosts", "allowed_origins"}
 	logKeys       = []string{"level", "format", "access_log"}
 	strategyKeys  = []string{"mode", "conditions"}
 	conditionKeys = []string{"key", "field", "value", "target_key", "target_keys"}
@@ -382,6 +390,8 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 	d.setInt(srv, "server", "max_request_bytes", &cfg.Server.MaxRequestBytes)
 	d.setDuration(srv, "server", "request_timeout", &cfg.Server.RequestTimeout)
 	d.setDuration(srv, "server", "shutdown_timeout", &cfg.Server.ShutdownTimeout)
+	d.setDuration(srv, "server", "drain_delay", &cfg.Server.DrainDelay)
+	d.setDuration(srv, "server", "config_watch", &cfg.Server.ConfigWatch)
 	d.setBool(srv, "server", "reduce_memory_usage", &cfg.Server.ReduceMemoryUsage)
 	d.setStrList(srv, "server", "allowed_hosts", "host names", &cfg.Server.AllowedHosts)
 	d.setStrList(srv, "server", "allowed_origins", "origins", &cfg.Server.AllowedOrigins)

@@ -134,6 +134,12 @@ targets:
 		t.Errorf("server with reduce_memory_usage: true = %+v; want %+v", cfg.Server, want)
 	}
 
+	// drain_delay and config_watch default to 0 (above) and decode as written.
+	cfg = mustParse(t, minimal+"server: {drain_delay: 5s, config_watch: 250ms}\n", noEnv)
+	if cfg.Server.DrainDelay != 5*time.Second || cfg.Server.ConfigWatch != 250*time.Millisecond {
+		t.Errorf("drain_delay, config_watch = %v, %v; want 5s, 250ms", cfg.Server.DrainDelay, cfg.Server.ConfigWatch)
+	}
+
 	// Explicit false and zero values are kept, not replaced by defaults.
 	cfg = mustParse(t, minimal+"log: {access_log: false}\n", noEnv)
 	if cfg.Log.AccessLog {

@@ -37,8 +37,18 @@ type Server struct {
 	// RequestTimeout bounds a whole request (for a stream, until its first
 	// byte). Default 300s.
 	RequestTimeout time.Duration `yaml:"request_timeout"`
-	// ShutdownTimeout bounds the drain on SIGTERM. Default 30s.
+	// ShutdownTimeout bounds the drain on SIGTERM, counted from the moment
+	// the listener closes (after DrainDelay). Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// DrainDelay is how long the listener keeps accepting after SIGTERM
+	// turned /readyz to 503, so a load balancer can stop sending first.
+	// 0 to MaxDrainDelay; default 0 (close at once). Read at SIGTERM.
+	DrainDelay time.Duration `yaml:"drain_delay"`
+	// ConfigWatch, when above 0, is how often the daemon hashes the config
+	// file and reloads it (as SIGHUP does) when the content changed.
+	// 0 (default) = off; else MinConfigWatch to MaxConfigWatch. Reloadable:
+	// the interval after each check is the one of the configuration served.
+	ConfigWatch time.Duration `yaml:"config_watch"`
 	// ReduceMemoryUsage returns each keep-alive connection's buffers to a
 	// pool between requests: 10,000 idle client connections that each
 	// carried a chat completion measured 106 MiB RSS instead of 230 MiB

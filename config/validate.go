@@ -115,6 +115,12 @@ func (d *decoder) validateServer(cfg *Config) {
 	d.intRange("server.max_request_bytes", s.MaxRequestBytes, 1, -1)
 	d.positiveDuration("server.request_timeout", s.RequestTimeout, "300s")
 	d.positiveDuration("server.shutdown_timeout", s.ShutdownTimeout, "30s")
+	if s.DrainDelay < 0 || s.DrainDelay > MaxDrainDelay {
+		d.problemf("server.drain_delay", "%s is out of range; want 0s (no delay) to %s, such as \"5s\"", s.DrainDelay, MaxDrainDelay)
+	}
+	if w := s.ConfigWatch; w != 0 && (w < MinConfigWatch || w > MaxConfigWatch) {
+		d.problemf("server.config_watch", "%s is out of range; want 0s (off) or %s to %s, such as \"5s\"", w, MinConfigWatch, MaxConfigWatch)
+	}
 	d.validateBrowserLists(s)
 	switch cfg.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -77,10 +77,15 @@ type Daemon struct {
 	srv    *fasthttp.Server
 	tel    tele // metrics and access log hooks
 
-	// reloadMu serializes Reload; hash is the SHA-256 of the bytes of the
-	// configuration currently served, written under reloadMu.
+	// reloadMu serializes Reload and config_watch checks; hash is the
+	// SHA-256 of the bytes of the configuration currently served, seen that
+	// of the bytes the last reload or check read (seenUnreadable when it
+	// could not read them), both written under reloadMu.
 	reloadMu sync.Mutex
 	hash     string
+	seen     string
+	// watchChecks counts config_watch checks (tests read it).
+	watchChecks atomic.Int64
 
 	addr atomic.Pointer[net.Addr] // set by Listen
 }
@@ -117,6 +122,7 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 		logCfg: cfg.Log,
 		pool:   upstream.NewPool(),
 		hash:   hashOf(data),
+		seen:   hashOf(data),
 
 		reduceMemory: cfg.Server.ReduceMemoryUsage,
 	}
@@ -187,8 +193,8 @@ func (d *Daemon) Serve(ln net.Listener) error {
 	return err
 }
 
-// Shutdown drains the server: /readyz answers 503 from this moment, the
-// listener closes, idle keep-alive connections are closed, and requests in
+// Shutdown drains the server: /readyz answers 503 from this moment (run
+// turns it off server.drain_delay earlier), the listener closes, idle keep-alive connections are closed, and requests in
 // progress — including streams being relayed — run to their end. It
 // returns nil when every connection finished, or ctx.Err() when ctx ended
 // first (the remaining connections are then left running; the process is
@@ -221,6 +227,9 @@ func (d *Daemon) ShutdownTimeout() time.Duration {
 // the Reload* results, which is also recorded in metrics with the hash of
 // the configuration served afterwards.
 //
+// The same reload runs on SIGHUP and, with server.config_watch, when the
+// file's content changed (see checkConfig).
+//
 // Settings that need a restart: server.listen (the socket is bound once),
 // server.reduce_memory_usage (the fasthttp.Server is built once), and the
 // log block (level, format, access_log: the loggers are built at
@@ -229,11 +238,23 @@ func (d *Daemon) ShutdownTimeout() time.Duration {
 // shutdown_timeout included, takes effect at once.
 //
 // Safe for concurrent use; calls are serialized.
-func (d *Daemon) Reload() (result string) {
+func (d *Daemon) Reload() string {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
+	data, err := config.ReadFile(d.path)
+	return d.reloadLocked("", data, err)
+}
+
+// reloadLocked is Reload of data, the file's bytes as just read (readErr
+// when they could not be), with reloadMu held. trigger, when not empty,
+// names what asked for it in every log line ("SIGHUP", "config_watch").
+func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (result string) {
 	now := time.Now()
-	log := d.log.With().Str("file", d.path).Logger()
+	lc := d.log.With().Str("file", d.path)
+	if trigger != "" {
+		lc = lc.Str("trigger", trigger)
+	}
+	log := lc.Logger()
 	// A panic while building a configuration is a bug in the gateway, but
 	// it must not turn an operator's SIGHUP into an outage: log it and keep
 	// serving the previous configuration, which was never replaced (the
@@ -249,13 +270,14 @@ func (d *Daemon) Reload() (result string) {
 		}
 	}()
 
-	data, err := config.ReadFile(d.path)
-	if err != nil {
-		log.Error().Err(err).Msg("config reload failed: cannot read the file; keeping the previous configuration")
+	if readErr != nil {
+		d.seen = seenUnreadable
+		log.Error().Err(readErr).Msg("config reload failed: cannot read the file; keeping the previous configuration")
 		d.tel.reload(ReloadFailure, d.hash, now)
 		return ReloadFailure
 	}
 	hash := hashOf(data)
+	d.seen = hash
 	if hash == d.hash {
 		log.Info().Str("config_hash", hash).Msg("config reload skipped: file unchanged")
 		d.tel.reload(ReloadUnchanged, d.hash, now)

@@ -234,21 +234,25 @@ func TestSIGTERMDrainsProcess(t *testing.T) {
 }
 
 // TestDrainCutShort: when server.shutdown_timeout passes with a request
-// still running, or a second SIGTERM/SIGINT arrives during the drain, run
-// stops waiting, logs why and still returns 0.
+// still running, or a second SIGTERM/SIGINT arrives during the drain (or
+// during server.drain_delay), run stops waiting, logs why and still
+// returns 0.
 func TestDrainCutShort(t *testing.T) {
 	for _, tc := range []struct {
-		name, timeout, logLine string
-		second                 os.Signal
+		name, timeout, delay, logLine string
+		second                        os.Signal
 	}{
-		{"timeout", "300ms", "shutdown_timeout reached", nil},
-		{"second signal", "30s", "drain cut short by a second signal", os.Interrupt},
+		{"timeout", "300ms", "0s", "shutdown_timeout reached", nil},
+		{"second signal", "30s", "0s", "drain cut short by a second signal", os.Interrupt},
+		{"second signal during drain_delay", "30s", "30s", "drain cut short by a second signal", syscall.SIGTERM},
+		// The timeout counts from the end of the delay, and still cuts.
+		{"timeout after drain_delay", "300ms", "200ms", "shutdown_timeout reached", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			held := startHeld(t)
 			path := cfgPath(t)
 			body := strings.Replace(oneTarget("127.0.0.1:1", held.url, ""),
-				"server: {", "server: {shutdown_timeout: "+tc.timeout+", ", 1)
+				"server: {", "server: {shutdown_timeout: "+tc.timeout+", drain_delay: "+tc.delay+", ", 1)
 			writeFile(t, path, body)
 
 			sigs := make(chan os.Signal, 2)
@@ -320,4 +324,105 @@ func startHeld(t *testing.T) *held {
 	})
 	h.url = "http://" + ln.Addr().String() + "/v1"
 	return h
+}
+
+// TestDrainDelay runs the built binary with drain_delay: 3s and a stream
+// in flight, sends SIGTERM and checks: /readyz answers 503 at once, yet
+// new connections are still accepted and served (a chat completion gets
+// 200) during the delay, and a keep-alive connection from before is served
+// with Connection: close; the listener stays open at least drain_delay and
+// then refuses connections; the stream started before SIGTERM completes;
+// the process exits 0.
+func TestDrainDelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	const delay = 3 * time.Second
+	dir := t.TempDir()
+	bin := buildBinary(t, dir)
+	fast := startMock(t, mock.Options{Name: "fast"})
+	// 60 events 100 ms apart: the stream outlives the delay.
+	streamer := startMock(t, mock.Options{Name: "streamer", StreamEvents: 60, StreamInterval: 100 * time.Millisecond})
+	path := filepath.Join(dir, "switchyard.yaml")
+	cfg := strings.Replace(drainConfig(fast.BaseURL(), streamer.BaseURL()),
+		"shutdown_timeout: 20s", "shutdown_timeout: 20s, drain_delay: 3s", 1)
+	writeFile(t, path, cfg)
+	p := startProc(t, bin, path)
+	base := "http://" + p.addr
+
+	streamc := make(chan answer, 1)
+	streamHeaders := make(chan struct{})
+	go func() {
+		resp, err := newClient().Post(base+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"m-stream","stream":true,"messages":[]}`))
+		close(streamHeaders)
+		if err != nil {
+			streamc <- answer{body: err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			b = append(b, "\nread error: "+err.Error()...)
+		}
+		streamc <- answer{status: resp.StatusCode, target: resp.Header.Get("X-Gateway-Target"), body: string(b)}
+	}()
+	<-streamHeaders
+	// A keep-alive connection opened before SIGTERM.
+	kept := newClient()
+	if code, _ := getWith(t, kept, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("healthz %d", code)
+	}
+
+	sigAt := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLog(t, 2*time.Second, "draining")
+	// Fresh connections, no keep-alive: each one is a new accept.
+	fresh := func() *http.Client {
+		return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	}
+	if code, body := getWith(t, fresh(), base+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("readyz during drain_delay: %d %q, want 503", code, body)
+	}
+	if a, err := chat(fresh(), base, "m-slow", false); err != nil || a.status != http.StatusOK || a.target != "slow" {
+		t.Fatalf("a new connection during drain_delay: %v, status %d from %q, want 200 from slow", err, a.status, a.target)
+	}
+	// The kept connection is still served, and told to go.
+	resp, err := kept.Get(base + "/healthz")
+	if err != nil {
+		t.Fatalf("a kept connection during drain_delay: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !resp.Close {
+		t.Fatalf("kept connection during drain_delay: %d, Connection: close %v; want 200 and close", resp.StatusCode, resp.Close)
+	}
+	closedAt := p.waitLog(t, delay+5*time.Second, "drain_delay over")
+	if open := closedAt.Sub(sigAt); open < delay {
+		t.Fatalf("listener closed %v after SIGTERM, before drain_delay (%v)", open, delay)
+	}
+	waitFor(t, 3*time.Second, "the listener to refuse connections", func() bool {
+		conn, err := net.DialTimeout("tcp", p.addr, 200*time.Millisecond)
+		if err != nil {
+			return true
+		}
+		conn.Close()
+		return false
+	})
+	select {
+	case a := <-streamc:
+		if a.status != http.StatusOK || a.target != "streamer" {
+			t.Fatalf("stream: %d from %q: %s", a.status, a.target, a.body)
+		}
+		if err := checkStream(a.body, 60); err != nil {
+			t.Fatalf("stream cut by the drain: %v\n%s", err, a.body)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the stream did not finish during the drain")
+	}
+	p.wantExit0(t, 10*time.Second)
+	if !strings.Contains(p.logs.String(), "drained; exiting") {
+		t.Fatalf("no clean drain line:\n%s", p.logs)
+	}
 }

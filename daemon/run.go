@@ -8,11 +8,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	"github.com/switchyard/switchyard/config"
 )
 
 // Run is the serve command (cli.Serve): it serves the configuration at
 // cfgPath (listen, when not empty, overrides server.listen) until SIGTERM
-// or SIGINT, reloading it on SIGHUP, and returns the process exit code:
+// or SIGINT, reloading it on SIGHUP (and, with server.config_watch, when
+// the file's content changes), and returns the process exit code:
 // 0 after a drain (also one cut short by server.shutdown_timeout), 1 when
 // the configuration is invalid or the address cannot be bound or served.
 //
@@ -29,9 +33,9 @@ func Run(cfgPath, listen string) int {
 // run is Run with its signal channel and log output injected. started, when
 // not nil, is called once the daemon listens (tests take the address there).
 //
-// One goroutine — this one — owns reloads and the drain: signals are
-// handled in order, so reloads never overlap and a SIGHUP arriving during
-// the drain is ignored. A second SIGTERM/SIGINT during the drain cuts it
+// One goroutine — this one — owns reloads, server.config_watch checks and
+// the drain: signals and checks are handled in order, so reloads never
+// overlap, and a SIGHUP arriving during the drain is ignored. A second SIGTERM/SIGINT during the drain cuts it
 // short.
 func run(cfgPath, listen string, logOut io.Writer, sigs <-chan os.Signal, started func(*Daemon)) int {
 	d, err := New(cfgPath, listen, logOut)
@@ -49,36 +53,68 @@ func run(cfgPath, listen string, logOut io.Writer, sigs <-chan os.Signal, starte
 		started(d)
 	}
 
+	watch := newWatchTimer()
+	defer watch.stop()
+	watch.arm(d.watchInterval())
 	for {
 		select {
 		case err := <-served:
 			// Serve only returns by itself on a listener failure.
 			d.log.Error().Err(err).Msg("server stopped")
 			return 1
+		case <-watch.C:
+			d.checkConfig()
+			watch.arm(d.watchInterval())
 		case s := <-sigs:
-			if s != syscall.SIGTERM && s != os.Interrupt {
+			if !isStop(s) {
 				d.log.Info().Str("signal", s.String()).Msg("reloading the configuration")
-				d.Reload()
+				d.reloadSignal()
+				watch.arm(d.watchInterval())
 				continue
 			}
+			watch.stop() // no reload during the drain
 			return d.drain(s, sigs, served)
 		}
 	}
 }
 
-// drain shuts the server down after signal s and returns the exit code, 0.
+// drain shuts the server down after signal s and returns the exit code, 0:
+// readiness off at once, the listener open for server.drain_delay, then
+// closed, and in-flight requests given server.shutdown_timeout to finish.
 func (d *Daemon) drain(s os.Signal, sigs <-chan os.Signal, served <-chan error) int {
-	timeout := d.ShutdownTimeout()
-	d.log.Info().Str("signal", s.String()).Str("shutdown_timeout", timeout.String()).
-		Msg("draining: readiness off, listener closing, in-flight requests finishing")
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	srv := d.gw.Load().Config.Server
+	timeout, delay := srv.ShutdownTimeout, srv.DrainDelay
+	d.gw.SetDraining(true)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if delay > 0 {
+		d.log.Info().Str("signal", s.String()).Str("drain_delay", delay.String()).Str("shutdown_timeout", timeout.String()).
+			Msg("draining: readiness off; listener open for drain_delay, then closing; in-flight requests finishing")
+		switch second, stopped, err := d.drainDelay(delay, sigs, served); {
+		case stopped:
+			// The listener failed during the delay: nothing is served any
+			// more, but requests in progress may still finish.
+			d.log.Error().Err(err).Msg("server stopped during drain_delay")
+			served = nil
+		case second:
+			cancel() // stop now
+		default:
+			d.log.Info().Msg("drain_delay over: listener closing")
+		}
+	} else {
+		d.log.Info().Str("signal", s.String()).Str("shutdown_timeout", timeout.String()).
+			Msg("draining: readiness off, listener closing, in-flight requests finishing")
+	}
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	defer cancelTimeout()
 	done := make(chan error, 1)
 	go func() { done <- d.Shutdown(ctx) }()
 	for {
 		select {
 		case err := <-done:
-			<-served // Serve returns as soon as the listener is closed
+			if served != nil {
+				<-served // Serve returns as soon as the listener is closed
+			}
 			switch {
 			case err == nil:
 				d.log.Info().Msg("drained; exiting")
@@ -95,7 +131,7 @@ func (d *Daemon) drain(s os.Signal, sigs <-chan os.Signal, served <-chan error) 
 			}
 			return 0
 		case s2 := <-sigs:
-			if s2 == syscall.SIGTERM || s2 == os.Interrupt {
+			if isStop(s2) {
 				d.log.Warn().Str("signal", s2.String()).Msg("second signal during the drain; stopping now")
 				cancel()
 				continue
@@ -103,4 +139,37 @@ func (d *Daemon) drain(s os.Signal, sigs <-chan os.Signal, served <-chan error) 
 			d.log.Info().Str("signal", s2.String()).Msg("draining; reload ignored")
 		}
 	}
+}
+
+// drainDelay waits out server.drain_delay with the listener still serving.
+// It returns early on a second SIGTERM/SIGINT (second), or when the
+// listener failed meanwhile (stopped, with Serve's error).
+func (d *Daemon) drainDelay(delay time.Duration, sigs <-chan os.Signal, served <-chan error) (second, stopped bool, err error) {
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return false, false, nil
+		case err := <-served:
+			return false, true, err
+		case s := <-sigs:
+			if isStop(s) {
+				d.log.Warn().Str("signal", s.String()).Msg("second signal during drain_delay; stopping now")
+				return true, false, nil
+			}
+			d.log.Info().Str("signal", s.String()).Msg("draining; reload ignored")
+		}
+	}
+}
+
+// isStop reports whether s asks the process to stop (SIGTERM, SIGINT).
+func isStop(s os.Signal) bool { return s == syscall.SIGTERM || s == os.Interrupt }
+
+// reloadSignal is Reload on SIGHUP (its log lines say so).
+func (d *Daemon) reloadSignal() string {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	data, err := config.ReadFile(d.path)
+	return d.reloadLocked("SIGHUP", data, err)
 }

@@ -108,6 +108,13 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	defer g.recoverPanic(rc)
 	// Every answer carries an X-Request-Id, probes' included.
 	setRequestID(rc)
+	// While draining (from SIGTERM on, server.drain_delay included), each
+	// answer asks its keep-alive client to reconnect: the next request goes
+	// through the load balancer to a replica that is staying, instead of
+	// racing the close of this one's idle connections.
+	if g.draining.Load() {
+		rc.SetConnectionClose()
+	}
 	// Finished records (the access log and switchyard_requests_total): every
 	// answer gets exactly one, except a GET or HEAD of the gateway's own
 	// endpoints (/v1/models, /healthz, /readyz, /metrics). Those are probes,

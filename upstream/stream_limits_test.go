@@ -318,17 +318,21 @@ const floodSlack = 1 << 20
 // Through the walk: before the commit an oversized Anthropic event or
 // Bedrock frame is an ordinary transport failure that fails over; after
 // the commit it ends the stream with an error frame and no [DONE]. Either
-// way the attempt ends long before the 1s attempt timeout would, having
-// taken no more than the bound from the upstream.
+// way the bound ends the attempt (a timeout would be another class), having
+// taken no more than the bound from the upstream. The attempt timeout is
+// well above what reading 8 MiB takes under -race on a loaded machine (1s
+// was not) and below the 5s the flood holds its connection open, so a
+// missing bound still shows as a timeout.
 func TestWalkOversizedUpstreamEvent(t *testing.T) {
+	const attemptTimeout = 4 * time.Second
 	anth := func(ct *config.Target) {
 		ct.Provider = config.ProviderAnthropic
-		ct.Timeout = time.Second
+		ct.Timeout = attemptTimeout
 	}
 	bed := func(ct *config.Target) {
 		ct.Provider = config.ProviderBedrock
 		ct.Region = "us-east-1"
-		ct.Timeout = time.Second
+		ct.Timeout = attemptTimeout
 	}
 	const eventstreamType = "application/vnd.amazon.eventstream"
 	bedText := append(bedrockFrame(t, "messageStart", []byte(`{"role":"assistant"}`)),
