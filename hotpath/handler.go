@@ -268,7 +268,13 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTok
 	// routes on (HeaderReceived used the one current when the headers
 	// arrived; st may be newer).
 	body, err := readBody(rc, st.maxRequestBytes, sc.body)
-	sc.body = body
+	if rc.RequestBodyStream() != nil {
+		// Only a streamed body was read into sc's own buffer; otherwise body
+		// is fasthttp's, pooled again when the request ends, and keeping it
+		// would let the next streamed body be written into memory another
+		// request (or client) owns by then.
+		sc.body = body
+	}
 	if err != nil {
 		writeBodyError(rc, err, st.maxRequestBytes)
 		return false

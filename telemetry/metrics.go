@@ -46,6 +46,7 @@ const (
 	famReloadTS  = "switchyard_config_last_reload_timestamp_seconds"
 	famInfo      = "switchyard_config_info"
 	famPanics    = "switchyard_panics_total"
+	famDiscards  = "switchyard_upstream_conn_discards_total"
 )
 
 // SurfaceNone is the surface of a request that reached no API surface: an
@@ -273,5 +274,21 @@ func (m *Metrics) appendTargetGauges(b []byte, now time.Time) []byte {
 	})
 	b = gauge(b, famQueue, func(t *upstream.Target) uint64 { return uint64(max(t.Limiter().QueueDepth(), 0)) })
 	b = gauge(b, famInflight, func(t *upstream.Target) uint64 { return uint64(max(t.Limiter().InFlight(), 0)) })
+	// Counters kept by the targets' connection pools, read at scrape time
+	// like the gauges; a reason no connection was dropped for reads 0.
+	b = append(b, "# HELP "+famDiscards+" Pooled upstream connections dropped before reuse, nothing written to them.\n"...)
+	b = append(b, "# TYPE "+famDiscards+" counter\n"...)
+	for i := 1; i < len(upstream.DiscardReasons); i++ {
+		for _, t := range ts {
+			b = append(b, famDiscards...)
+			b = append(b, `{target=`...)
+			b = appendLabelValue(b, t.Name)
+			b = append(b, `,reason="`...)
+			b = append(b, upstream.DiscardReasons[i]...)
+			b = append(b, "\"} "...)
+			b = strconv.AppendUint(b, t.ConnDiscards(i), 10)
+			b = append(b, '\n')
+		}
+	}
 	return b
 }

@@ -84,6 +84,10 @@ func idleGauges(target string) map[string]float64 {
 		key(famParked, "target", target):   0,
 		key(famQueue, "target", target):    0,
 		key(famInflight, "target", target): 0,
+		// The connection pool's discard counters, read at scrape time too.
+		key(famDiscards, "target", target, "reason", "closed"):      0,
+		key(famDiscards, "target", target, "reason", "unsolicited"): 0,
+		key(famDiscards, "target", target, "reason", "expired"):     0,
 	}
 }
 

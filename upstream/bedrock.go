@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -62,7 +63,7 @@ func (a bedrockAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Cal
 	uri := make([]byte, 0, len(ep.BaseURL)+len(upstreamModel)*3+len("/model//converse-stream"))
 	uri = append(uri, ep.BaseURL...)
 	uri = append(uri, "/model/"...)
-	uri = appendPathSegment(uri, upstreamModel)
+	uri = appendModelSegment(uri, upstreamModel)
 	uri = append(uri, op...)
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.SetRequestURIBytes(uri)
@@ -96,6 +97,21 @@ func appendPathSegment(dst, s []byte) []byte {
 }
 
 const upperHex = "0123456789ABCDEF"
+
+// appendModelSegment appends a model id as one path segment. An id made
+// only of dots ("." and ".." are dot-segments, RFC 3986 §3.3) would be
+// resolved by any server or proxy normalizing the path, so that
+// /model/../converse reaches /converse: its dots are percent-encoded
+// (%2E), which no normalizer resolves.
+func appendModelSegment(dst, id []byte) []byte {
+	if len(id) > 0 && len(bytes.Trim(id, ".")) == 0 {
+		for range id {
+			dst = append(dst, "%2E"...)
+		}
+		return dst
+	}
+	return appendPathSegment(dst, id)
+}
 
 // sign adds the SigV4 headers. The SDK signer takes a net/http request:
 // one is built with exactly what fasthttp will send (host, escaped path,

@@ -1,23 +1,51 @@
 package upstream
 
 import (
+	"errors"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
-// trackedConn wraps every upstream connection so the walk can find it again
-// from a streamed Response: fasthttp records conn.LocalAddr() in the
-// Response (Response.LocalAddr), and trackedConn answers with an address
-// that points back to itself. tls.Conn forwards LocalAddr and the deadline
-// setters to the wrapped conn, so this works for https too.
+// trackedConn wraps every upstream connection, for three jobs:
 //
-// Why: fasthttp sets one absolute read deadline (the attempt deadline) per
-// response and keeps it while the body streams. That deadline must bound a
-// stream only until its first event; after the commit the walk replaces it
-// with an idle deadline per event (setStreamDeadline).
+//   - The walk finds it again from a streamed Response: fasthttp records
+//     conn.LocalAddr() in the Response (Response.LocalAddr), and trackedConn
+//     answers with an address that points back to itself. tls.Conn forwards
+//     LocalAddr and the deadline setters to the wrapped conn, so this works
+//     for https too. fasthttp sets one absolute read deadline (the attempt
+//     deadline) per response; after a stream's commit the walk replaces it
+//     with an idle deadline per event (setStreamDeadline).
+//   - A pooled connection is checked before it carries another request
+//     (see Write): one the peer closed, one with unsolicited bytes waiting,
+//     or one idle past maxIdleConnDuration is refused with errStaleConn
+//     before a byte is written, and connTransport takes a fresh one.
+//   - A client that goes away can have its call's connection closed
+//     (callGuard binds it).
+//
+// A trackedConn is used by one request at a time (fasthttp's pool hands it
+// out exclusively); only Close may come from another goroutine.
 type trackedConn struct {
 	net.Conn
 	addr trackedAddr
+	// peek looks at the socket without consuming; zero for connections
+	// that are not sockets (in-memory test listeners): never checked.
+	peek peeker
+	// stats counts discards of the identity the connection belongs to; nil
+	// in unit tests that build a bare trackedConn.
+	stats *connStats
+	// starts counts the requests begun on the connection (see RemoteAddr);
+	// check is set for the first write of every request after the first.
+	starts uint32
+	check  bool
+	// lastRead is when the last read returned: the end of the last answer
+	// for a connection back in the pool.
+	lastRead time.Time
+	// canceled is set when a callGuard closed the connection because its
+	// client went away.
+	canceled atomic.Bool
+	// tls is set when the connection carries TLS (the peek sees records).
+	tls bool
 }
 
 type trackedAddr struct {
@@ -25,14 +53,99 @@ type trackedAddr struct {
 	conn *trackedConn
 }
 
-func newTrackedConn(c net.Conn) *trackedConn {
-	tc := &trackedConn{Conn: c}
+func newTrackedConn(c net.Conn, stats *connStats) *trackedConn {
+	tc := &trackedConn{Conn: c, stats: stats}
 	tc.addr = trackedAddr{Addr: c.LocalAddr(), conn: tc}
+	tc.peek.init(c)
 	return tc
 }
 
 // LocalAddr returns an address that leads back to the connection.
 func (c *trackedConn) LocalAddr() net.Addr { return &c.addr }
+
+// RemoteAddr returns the peer's address. fasthttp calls it once at the start
+// of every request it sends on the connection (Response.ParseNetConn, right
+// after taking the connection from its pool), and nowhere else: from the
+// second call on, the connection is a reused one, and the next Write (the
+// request's first bytes) checks it first.
+func (c *trackedConn) RemoteAddr() net.Addr {
+	c.starts++
+	if c.starts > 1 {
+		c.check = true
+	}
+	return c.Conn.RemoteAddr()
+}
+
+// errStaleConn is returned by the first Write of a reused connection that
+// must not carry a request; nothing was written.
+var errStaleConn = errors.New("upstream: pooled connection closed by the peer, unsolicited bytes waiting, or idle too long")
+
+// Write writes p; on a reused connection's first write of a request it
+// first checks the connection (see stale) and refuses with errStaleConn,
+// writing nothing, when it must be discarded.
+func (c *trackedConn) Write(p []byte) (int, error) {
+	if c.check {
+		c.check = false
+		if r := c.stale(time.Now()); r != discardNone {
+			c.stats.add(r)
+			return 0, errStaleConn
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// Read reads into p and notes when it returned.
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.lastRead = time.Now()
+	return n, err
+}
+
+// stale reports why a pooled connection must not be reused, or discardNone.
+// A peer closes an idle keep-alive connection on its own timer (uvicorn
+// after 5 s): a request written as it does is lost, and counted as the
+// target's failure, so a connection idle past maxIdleConnDuration is not
+// trusted even when the peek finds it open. Bytes waiting on an idle
+// connection are nobody's answer (a stray response, a close_notify):
+// reading them as the next answer would hand one client another's.
+func (c *trackedConn) stale(now time.Time) discardReason {
+	if c.canceled.Load() {
+		return discardClosed // closed under a departed client's call
+	}
+	if !c.lastRead.IsZero() && now.Sub(c.lastRead) >= maxIdleConnDuration {
+		return discardExpired
+	}
+	switch c.peek.state() {
+	case peekData:
+		if c.tls && closeNotify(c.peek.seen()) {
+			return discardClosed
+		}
+		return discardUnsolicited
+	case peekClosed:
+		return discardClosed
+	}
+	return discardNone
+}
+
+// closeNotify reports whether b, the bytes waiting on an idle TLS
+// connection, look like the close_notify alert a server sends before its
+// FIN: one record that is an alert (TLS 1.2 shows the type, 21), or, as TLS
+// 1.3 hides it, an application-data record (23) just the size of an
+// encrypted two-byte alert (1 type byte + 2 + a 16-byte AEAD tag). Either
+// way the connection is discarded; this only picks the metric's reason.
+func closeNotify(b []byte) bool {
+	if len(b) < 5 {
+		return false
+	}
+	n := int(b[3])<<8 | int(b[4])
+	switch b[0] {
+	case 21:
+		return len(b) == 5+n
+	case 23:
+		return n == 19 && len(b) == 5+n
+	}
+	return false
+}
 
 // setStreamDeadline sets the read deadline of the connection behind a
 // Response's local address; it reports false when the address is not one of
@@ -43,4 +156,66 @@ func setStreamDeadline(laddr net.Addr, deadline time.Time) bool {
 		return false
 	}
 	return a.conn.SetReadDeadline(deadline) == nil
+}
+
+// trackedOf returns the trackedConn behind a connection fasthttp handed out
+// (the trackedConn itself, or a tls.Conn around it), or nil.
+func trackedOf(c net.Conn) *trackedConn {
+	if c == nil {
+		return nil
+	}
+	if a, ok := c.LocalAddr().(*trackedAddr); ok {
+		return a.conn
+	}
+	return nil
+}
+
+// trackedOfAddr returns the trackedConn a Response's local address leads
+// to, or nil.
+func trackedOfAddr(a net.Addr) *trackedConn {
+	if ta, ok := a.(*trackedAddr); ok {
+		return ta.conn
+	}
+	return nil
+}
+
+// discardReason says why a pooled connection was dropped before reuse
+// (switchyard_upstream_conn_discards_total's reason label).
+type discardReason uint8
+
+const (
+	discardNone discardReason = iota
+	// discardClosed: the peer closed (FIN) or reset the connection.
+	discardClosed
+	// discardUnsolicited: bytes were waiting that no request asked for.
+	discardUnsolicited
+	// discardExpired: idle for maxIdleConnDuration or longer.
+	discardExpired
+	numDiscardReasons
+)
+
+// DiscardReasons are the label values of the discard counters, indexed as
+// ConnDiscards' argument.
+var DiscardReasons = [...]string{discardClosed: "closed", discardUnsolicited: "unsolicited", discardExpired: "expired"}
+
+// connStats counts one identity's connection discards. Safe for
+// concurrent use.
+type connStats struct {
+	discards [numDiscardReasons]atomic.Uint64
+}
+
+func (s *connStats) add(r discardReason) {
+	if s != nil {
+		s.discards[r].Add(1)
+	}
+}
+
+// ConnDiscards returns how many pooled connections of t's identity were
+// dropped before reuse for reason DiscardReasons[i] (i from 1), since the
+// identity's state was created.
+func (t *Target) ConnDiscards(i int) uint64 {
+	if i <= int(discardNone) || i >= int(numDiscardReasons) {
+		return 0
+	}
+	return t.state.conns.discards[i].Load()
 }

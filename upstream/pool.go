@@ -23,10 +23,17 @@ const (
 	// maxResponseBodySize caps a buffered (non-stream) upstream answer. An
 	// image generation answer with b64_json can be tens of MB.
 	maxResponseBodySize = 64 << 20
-	// maxIdleConnDuration closes keep-alive connections idle this long,
-	// below the usual 60–120 s idle timeout of provider load balancers, so
-	// we rarely write into a connection the far end is closing.
-	maxIdleConnDuration = 50 * time.Second
+	// maxIdleConnDuration is the longest a pooled connection may have been
+	// idle and still carry a request (trackedConn refuses an older one
+	// before writing; fasthttp's cleaner closes it within about twice
+	// that). It sits below the shortest idle timeout common LLM servers
+	// use: uvicorn (vLLM, SGLang), Node's http server and llama.cpp's
+	// server all close after 5 s, so a request never meets their close in
+	// flight. Servers with shorter timeouts (gunicorn's 2 s) are covered by
+	// the peek: their FIN has arrived long before our next write. The price
+	// is a new connection (a TLS handshake to a cloud provider) after each
+	// lull of 4 s or more.
+	maxIdleConnDuration = 4 * time.Second
 	// writeTimeout bounds writing one request to the socket; request bodies
 	// are at most server.max_request_bytes, so this only trips on a stuck peer.
 	writeTimeout = 30 * time.Second
@@ -55,6 +62,7 @@ type Pool struct {
 type targetState struct {
 	id      string // provider + base URL + credential hash; no secret
 	client  atomic.Pointer[fasthttp.HostClient]
+	conns   connStats
 	breaker Breaker
 	park    Park
 	limiter Limiter
@@ -124,6 +132,7 @@ func (p *Pool) Target(ct *config.Target) (*Target, error) {
 			InitialBackoff: backoff,
 		},
 	}
+	t.secrets = secretsOf(&t.Endpoint)
 	bs := BreakerSettings{
 		FailureThreshold: ct.CircuitBreaker.FailureThreshold,
 		SuccessThreshold: ct.CircuitBreaker.SuccessThreshold,
@@ -147,7 +156,7 @@ func (p *Pool) Target(ct *config.Target) (*Target, error) {
 	st.breaker.Update(bs)
 	st.limiter.Resize(maxConc, ct.Concurrency.QueueSize)
 	if st.client.Load() == nil || st.maxConns != maxConc {
-		st.client.Store(p.newHostClient(u, maxConc))
+		st.client.Store(p.newHostClient(u, maxConc, &st.conns))
 		st.maxConns = maxConc
 	}
 	t.state = st
@@ -182,7 +191,7 @@ func (p *Pool) Len() int {
 
 // newHostClient builds the HostClient of one identity. Every field is set
 // on purpose.
-func (p *Pool) newHostClient(u *url.URL, maxConns int) *fasthttp.HostClient {
+func (p *Pool) newHostClient(u *url.URL, maxConns int, stats *connStats) *fasthttp.HostClient {
 	isTLS := u.Scheme == "https"
 	addr := u.Host
 	if u.Port() == "" {
@@ -204,14 +213,21 @@ func (p *Pool) newHostClient(u *url.URL, maxConns int) *fasthttp.HostClient {
 		// TLS: verify the provider's certificate against its host name.
 		TLSConfig: &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12},
 		// Dial wraps every connection so the walk can lift the attempt
-		// deadline once a stream has committed (see trackedConn).
+		// deadline once a stream has committed, a reused connection is
+		// checked before it carries a request, and a departed client's
+		// call can be cut (see trackedConn).
 		Dial: func(a string) (net.Conn, error) {
 			c, err := dial(a)
 			if err != nil {
 				return nil, err
 			}
-			return newTrackedConn(c), nil
+			tc := newTrackedConn(c, stats)
+			tc.tls = isTLS
+			return tc, nil
 		},
+		// A stale pooled connection is swapped for another before the
+		// request is written (see connTransport).
+		Transport: connTransport{},
 		// Failover, retry and backoff live in one place, the walk; the
 		// client must never re-send a request on its own (a POST to an LLM
 		// is not idempotent and costs money).

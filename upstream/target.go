@@ -29,6 +29,9 @@ type Target struct {
 	Retry RetryPolicy
 
 	state *targetState
+	// secrets are the credentials redacted from client-bound bytes (see
+	// redact); nil when the target has none.
+	secrets [][]byte
 }
 
 // RetryPolicy is a member's retry settings (config.Retry).

@@ -179,6 +179,28 @@ type walk struct {
 	// pending is true while an attempt holds a breaker ticket it has not
 	// reported yet (see attempt).
 	pending bool
+	// guard watches the client from the first limiter wait or upstream call
+	// on (see callGuard); nil before. A committed stream takes it over.
+	guard *callGuard
+}
+
+// watch returns the walk's callGuard, starting it on first use.
+func (w *walk) watch() *callGuard {
+	if w.guard == nil {
+		w.guard = acquireGuard(w.rc.Conn())
+	}
+	return w.guard
+}
+
+// clientGone reports whether the walk's client was found gone.
+func (w *walk) clientGone() bool { return w.guard != nil && w.guard.Gone() }
+
+// releaseGuard ends the client watch unless a committed stream took it.
+func (w *walk) releaseGuard() {
+	if w.guard != nil {
+		w.guard.release()
+		w.guard = nil
+	}
 }
 
 func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline time.Time, obs Observer, clk *clock) Result {
@@ -190,6 +212,7 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 	// deadlines need the present.
 	now := clk.now()
 	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1}
+	defer w.releaseGuard()
 	w.last.class = ClassCircuitOpen // an empty chain answers 503, like all-open
 	for i, t := range chain {
 		if i > 0 {
@@ -201,8 +224,8 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 			w.res.End = w.now
 			return w.res
 		}
-		if !w.last.class.Failover() || !w.now.Before(deadline) {
-			break // a client error, or the request deadline passed
+		if !w.last.class.Failover() || !w.now.Before(deadline) || w.clientGone() {
+			break // a client error, the request deadline passed, or the client left
 		}
 	}
 	w.fail()
@@ -236,8 +259,9 @@ func (w *walk) member(t *Target) bool {
 	}
 	lim := t.Limiter()
 	if !lim.TryAcquire() {
-		// No free slot: queue. The wait (if any) moves the clock on.
-		ok, class := lim.Acquire(w.deadline, nil)
+		// No free slot: queue. The wait (if any) moves the clock on; the
+		// client leaving ends it.
+		ok, class := lim.Acquire(w.deadline, w.watch().cancel)
 		w.now = w.clk.now()
 		if !ok {
 			// No call was made, so the breaker hears a neutral outcome
@@ -246,7 +270,7 @@ func (w *walk) member(t *Target) bool {
 			// and must not count towards opening its circuit. Done only
 			// frees a half-open probe slot.
 			br.Done(ticket, ClassSaturated, now)
-			if class == ClassSaturated {
+			if class == ClassSaturated || class == ClassCanceled {
 				w.obs.Skip(t, class)
 			}
 			w.last = outcome{class: class}
@@ -287,7 +311,7 @@ func (w *walk) member(t *Target) bool {
 			}
 			break
 		}
-		if attempt >= t.Retry.Attempts || !w.retryable(t, o) {
+		if attempt >= t.Retry.Attempts || !w.retryable(t, o) || w.clientGone() {
 			break
 		}
 		backoff := w.clk.jitter(t.Retry.InitialBackoff << min(attempt-1, 20))
@@ -385,10 +409,30 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	if w.deadline.Before(attemptDeadline) {
 		attemptDeadline = w.deadline
 	}
+	g := w.watch()
+	g.deadline = attemptDeadline
+	req.SetUserValue(guardKey, g)
 	w.res.Attempts++
 	err := t.client().DoDeadline(req, resp, attemptDeadline)
 	w.now = w.clk.now()
 	fasthttp.ReleaseRequest(req) // written: the body is not needed any more
+	if err == nil && w.call.Stream {
+		// A streamed answer's connection is known now: bind it, so the
+		// client leaving cuts the first event's wait and the relay.
+		g.bind(trackedOfAddr(resp.LocalAddr()))
+	}
+	if g.Gone() {
+		// The client left during the call (its connection was closed) or
+		// before it: nobody reads the answer. Neutral for the breaker, no
+		// retry, no failover.
+		if err == nil && w.call.Stream {
+			g.unbind(trackedOfAddr(resp.LocalAddr()))
+			resp.CloseBodyStream() //nolint:errcheck // the connection is closed
+		}
+		o = outcome{class: ClassCanceled}
+		w.done(t, ticket, o, t0)
+		return o, false
+	}
 	if err != nil {
 		o = outcome{class: errClass(err)}
 		w.done(t, ticket, o, t0)
@@ -400,29 +444,47 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		class, env := ad.ClassifyError(status, &resp.Header, body)
 		o = outcome{class: class, status: status}
 		if class == ClassClient || class == ClassContextLength {
-			o.envelope = append([]byte(nil), env...)
+			o.envelope = t.redact(append([]byte(nil), env...))
 		}
 		if ra := resp.Header.Peek(fasthttp.HeaderRetryAfter); len(ra) > 0 {
-			o.retryAfter = append([]byte(nil), ra...)
+			o.retryAfter = t.redact(append([]byte(nil), ra...))
 		}
 		if w.call.Stream {
+			g.unbind(trackedOfAddr(resp.LocalAddr()))
 			resp.CloseBodyStream() //nolint:errcheck // read what we needed; the conn is discarded if unread
 			// A streamed answer's error body is read after DoDeadline
 			// returned the headers, for up to the attempt deadline.
 			w.now = w.clk.now()
+			if g.Gone() {
+				o = outcome{class: ClassCanceled}
+			}
 		}
 		w.done(t, ticket, o, t0)
 		return o, false
 	}
 	if w.call.Stream {
+		if encodedStream(resp) {
+			g.unbind(trackedOfAddr(resp.LocalAddr()))
+			resp.CloseBodyStream() //nolint:errcheck // discards the connection
+			o = outcome{class: ClassTransport}
+			w.done(t, ticket, o, t0)
+			return o, false
+		}
 		return w.stream(t, ad, ticket, resp, t0)
 	}
 	w.res.TTFB = w.now.Sub(w.start)
+	src, err := decodedBody(resp)
+	if err != nil {
+		// A coding we cannot undo (or a corrupt body): a protocol failure.
+		o = outcome{class: ClassTransport}
+		w.done(t, ticket, o, t0)
+		return o, false
+	}
 	// Translate into the client response's pooled body buffer: a fresh
 	// response has none yet, and Body() alone would hand nil to the
 	// adapter, so every answer would be copied into a new allocation.
 	w.rc.Response.AppendBody(nil)
-	out, err := ad.TranslateResponse(w.rc.Response.Body()[:0], resp.Body(), w.call)
+	out, err := ad.TranslateResponse(w.rc.Response.Body()[:0], src, w.call)
 	if err != nil {
 		// A 2xx the adapter cannot read: the upstream broke the protocol.
 		o = outcome{class: ClassTransport}
@@ -430,7 +492,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		return o, false
 	}
 	w.done(t, ticket, outcome{class: ClassOK, status: status}, t0)
-	w.rc.Response.SwapBody(out)
+	w.rc.Response.SwapBody(t.redact(out))
 	w.rc.SetStatusCode(status)
 	w.rc.SetContentType("application/json")
 	w.res.Status, w.res.Class = status, ClassOK
@@ -449,12 +511,21 @@ func (w *walk) done(t *Target, ticket Ticket, o outcome, t0 time.Time) {
 // maxErrorBody caps how much of an error answer is read.
 const maxErrorBody = 1 << 20
 
-// errorBody returns the body of a non-2xx answer (at most maxErrorBody
-// bytes when streamed).
+// errorBody returns the body of a non-2xx answer as plain bytes (at most
+// maxErrorBody bytes when streamed), or nil when it is content-coded and
+// cannot be decoded (a streamed one never is): the class then comes from
+// the status alone, and no encoded byte is relayed.
 func errorBody(resp *fasthttp.Response) []byte {
 	s := resp.BodyStream()
 	if s == nil {
-		return resp.Body()
+		b, err := decodedBody(resp)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	if encodedStream(resp) {
+		return nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(s, maxErrorBody))
 	return b

@@ -39,9 +39,15 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	// the read.
 	frame, err := dec.Next((*buf)[:0], br)
 	w.now = w.clk.now() // the first event may take long: done and TTFB need this
+	upConn := trackedOfAddr(resp.LocalAddr())
 	if err != nil && err != io.EOF {
 		o := streamFailure(err, surface)
 		o.status = max(o.status, 0)
+		o.envelope = t.redact(o.envelope)
+		if w.guard.unbind(upConn); w.guard.Gone() {
+			// The client left while the first event was awaited.
+			o = outcome{class: ClassCanceled}
+		}
 		resp.CloseBodyStream() //nolint:errcheck // discards the connection if unread
 		br.Reset(nil)
 		readerPool.Put(br)
@@ -74,8 +80,12 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	// may not be touched after it.
 	client := clientConn(rc)
 	stall := t.Timeout
-	// From here the writer owns the ticket, the slot, resp, br and buf.
+	// From here the writer owns the ticket, the slot, resp, br, buf and
+	// the client watch (which keeps the upstream connection bound: the
+	// client leaving cuts a silent upstream's read).
 	w.pending = false
+	guard := w.guard
+	w.guard = nil
 	rc.SetBodyStreamWriter(func(bw *bufio.Writer) {
 		// fasthttp runs this on its own goroutine with no recover: a panic
 		// here (a decoder bug on odd upstream bytes) would take the whole
@@ -90,6 +100,11 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 				writeErrorFrame(bw, surface, internalErrorEnvelope(surface)) //nolint:errcheck // the client may be gone
 				// The gateway's bug, not the target's: neutral for the breaker.
 				class, breakerClass = ClassTransport, ClassCanceled
+			}
+			if !guard.unbind(upConn) || guard.Gone() {
+				// The client left: whatever the relay saw after its
+				// upstream connection was closed is no upstream failure.
+				class, breakerClass = ClassCanceled, ClassCanceled
 			}
 			if class == ClassOK {
 				// After [DONE] only the body's terminating chunk should be
@@ -117,6 +132,7 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 			br.Reset(nil)
 			readerPool.Put(br)
 			putFrame(buf)
+			guard.release()
 			end := clk.now()
 			t.Breaker().Done(ticket, breakerClass, end)
 			t.Limiter().Release()
@@ -136,7 +152,7 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 			if client != nil {
 				client.SetWriteDeadline(time.Now().Add(stall)) //nolint:errcheck
 			}
-		}, buf)
+		}, t, buf)
 	})
 	return outcome{class: ClassOK}, true
 }
@@ -191,12 +207,14 @@ func putFrame(buf *[]byte) {
 // surface s's error frame, unless the decoder's frame already carried the
 // upstream's own error event (StreamError.Framed). beforeRead runs before
 // each read from the upstream after the first, beforeWrite before each
-// write to the client. buf holds the frame buffer for reuse.
-func relay(bw *bufio.Writer, s router.Surface, dec StreamDecoder, br *bufio.Reader, frame []byte, err error, beforeRead, beforeWrite func(), buf *[]byte) Class {
+// write to the client. Every byte written passes t.redact. buf holds the
+// frame buffer for reuse.
+func relay(bw *bufio.Writer, s router.Surface, dec StreamDecoder, br *bufio.Reader, frame []byte, err error, beforeRead, beforeWrite func(), t *Target, buf *[]byte) Class {
 	defer func() { *buf = frame[:0] }()
 	for {
 		beforeWrite()
 		if len(frame) > 0 {
+			frame = t.redact(frame)
 			if _, werr := bw.Write(frame); werr != nil {
 				return ClassCanceled
 			}
@@ -210,12 +228,14 @@ func relay(bw *bufio.Writer, s router.Surface, dec StreamDecoder, br *bufio.Read
 			}
 			o := streamFailure(err, s)
 			if o.framed {
+				// The upstream's own error event, already written (and
+				// redacted) as the frame above.
 				if bw.Flush() != nil {
 					return ClassCanceled
 				}
 				return o.class
 			}
-			if writeErrorFrame(bw, s, o.envelope) != nil {
+			if writeErrorFrame(bw, s, t.redact(o.envelope)) != nil {
 				return ClassCanceled
 			}
 			return o.class

@@ -1,0 +1,195 @@
+package upstream
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A client that goes away while its request waits for a limiter slot or an
+// upstream call cancels that wait or call within a second (SPEC §6): the
+// upstream connection is closed, nothing is retried or failed over, the
+// breaker hears a neutral outcome, and the attempt is counted canceled.
+//
+// fasthttp gives a handler no signal when its client leaves, so the client
+// socket is peeked at (recv MSG_PEEK|MSG_DONTWAIT: a FIN or reset means
+// gone; waiting bytes, a pipelined next request, mean alive and are never
+// consumed). Off the fast path: a walk arms its callGuard's timer, and only
+// a walk still running watchDelay later joins the one shared watcher
+// goroutine, which peeks every watchEvery and exits when nobody is left.
+const (
+	watchDelay = 300 * time.Millisecond
+	watchEvery = 250 * time.Millisecond
+)
+
+// callGuard watches one walk's client, from its first limiter wait or
+// upstream call until the walk (or its committed stream) ends. The walk's
+// goroutine (then the stream writer's) owns it; the watcher touches it only
+// while registered, under clientWatch.mu.
+type callGuard struct {
+	client net.Conn
+	timer  *time.Timer
+	state  atomic.Int32 // guardIdle, guardArmed, guardWatched
+	gone   atomic.Bool
+	// cancel is closed when the client is found gone (a limiter wait
+	// selects on it); replaced only between walks.
+	cancel chan struct{}
+	// conn is the upstream connection carrying the call now, if bound.
+	conn atomic.Pointer[trackedConn]
+	// deadline is the current call's deadline (see roundTripGuarded).
+	deadline time.Time
+	// peek is the watcher's: the client socket's peeker, made when g joins.
+	peek peeker
+}
+
+const (
+	guardIdle int32 = iota
+	guardArmed
+	guardWatched
+)
+
+var guardPool = sync.Pool{New: func() any {
+	g := &callGuard{cancel: make(chan struct{})}
+	g.timer = time.AfterFunc(time.Hour, g.fire)
+	g.timer.Stop()
+	return g
+}}
+
+// acquireGuard returns an idle guard for the client connection c and arms
+// its timer.
+func acquireGuard(c net.Conn) *callGuard {
+	g := guardPool.Get().(*callGuard)
+	if g.gone.Load() {
+		g.cancel = make(chan struct{})
+		g.gone.Store(false)
+	}
+	g.client = c
+	g.state.Store(guardArmed)
+	g.timer.Reset(watchDelay)
+	return g
+}
+
+// release stops watching and pools g. Once it returns the watcher no longer
+// touches g.
+func (g *callGuard) release() {
+	if !g.state.CompareAndSwap(guardArmed, guardIdle) {
+		clientWatch.remove(g)
+	} else {
+		g.timer.Stop()
+	}
+	g.conn.Store(nil)
+	g.client = nil
+	guardPool.Put(g)
+}
+
+// fire runs on the timer's goroutine: the walk is still running after
+// watchDelay, so its client is watched from now on.
+func (g *callGuard) fire() { clientWatch.add(g) }
+
+// Gone reports whether the client was found gone.
+func (g *callGuard) Gone() bool { return g.gone.Load() }
+
+// bind makes c the connection to close should the client go; if it is
+// already gone, c is closed at once.
+func (g *callGuard) bind(c *trackedConn) {
+	if c == nil {
+		return
+	}
+	g.conn.Store(c)
+	if g.gone.Load() {
+		if c := g.conn.Swap(nil); c != nil {
+			c.abort()
+		}
+	}
+}
+
+// unbind takes c back; false means the watcher closed it.
+func (g *callGuard) unbind(c *trackedConn) bool {
+	if c == nil {
+		return true
+	}
+	return g.conn.CompareAndSwap(c, nil)
+}
+
+// cancelNow marks the client gone, wakes a limiter wait and closes the
+// bound upstream connection. Called under clientWatch.mu.
+func (g *callGuard) cancelNow() {
+	if g.gone.Swap(true) {
+		return
+	}
+	close(g.cancel)
+	if c := g.conn.Swap(nil); c != nil {
+		c.abort()
+	}
+}
+
+// abort closes the connection under a departed client's call: the read
+// blocked on it fails at once, and the connection is never pooled again.
+func (c *trackedConn) abort() {
+	c.canceled.Store(true)
+	_ = c.Conn.Close()
+}
+
+// watcher peeks at the clients of long walks. Safe for concurrent use.
+type watcher struct {
+	mu      sync.Mutex
+	guards  []*callGuard
+	running bool
+}
+
+var clientWatch watcher
+
+func (w *watcher) add(g *callGuard) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Under mu, so release either sees guardWatched and removes g, or wins
+	// the swap back to idle first and g is never added.
+	if !g.state.CompareAndSwap(guardArmed, guardWatched) {
+		return
+	}
+	g.peek = peeker{}
+	g.peek.init(g.client)
+	w.guards = append(w.guards, g)
+	if !w.running {
+		w.running = true
+		go w.run()
+	}
+}
+
+func (w *watcher) remove(g *callGuard) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, x := range w.guards {
+		if x == g {
+			last := len(w.guards) - 1
+			w.guards[i] = w.guards[last]
+			w.guards[last] = nil
+			w.guards = w.guards[:last]
+			break
+		}
+	}
+	g.state.Store(guardIdle)
+}
+
+// run peeks at every watched client each watchEvery, cancelling the calls
+// of those gone, and returns when no walk is watched.
+func (w *watcher) run() {
+	tick := time.NewTicker(watchEvery)
+	defer tick.Stop()
+	for {
+		w.mu.Lock()
+		for _, g := range w.guards {
+			if !g.gone.Load() && g.peek.state() == peekClosed {
+				g.cancelNow()
+			}
+		}
+		if len(w.guards) == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		<-tick.C
+	}
+}

@@ -1,0 +1,75 @@
+package upstream
+
+import (
+	"net"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// peeker looks at a socket's receive queue without consuming or blocking:
+// recv(MSG_PEEK|MSG_DONTWAIT) of up to len(buf) bytes, through RawConn.Control (which,
+// unlike RawConn.Read, ignores a read deadline that has passed: the server's
+// request read deadline may well have while a long call runs). The callback
+// is a method value made once, so a peek allocates nothing.
+type peeker struct {
+	raw syscall.RawConn
+	fn  func(fd uintptr)
+	buf [32]byte
+	n   uintptr
+	err syscall.Errno
+}
+
+// peekState is what a peek found.
+type peekState uint8
+
+const (
+	// peekNothing: the socket is open with nothing waiting (or it cannot
+	// be peeked at).
+	peekNothing peekState = iota
+	// peekData: bytes are waiting.
+	peekData
+	// peekClosed: the peer closed (FIN) or reset the connection.
+	peekClosed
+)
+
+func (p *peeker) init(c net.Conn) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	p.raw = raw
+	p.fn = p.peekFD
+}
+
+func (p *peeker) peekFD(fd uintptr) {
+	p.n, _, p.err = unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.buf[0])), uintptr(len(p.buf)),
+		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+}
+
+// seen returns the bytes the last peek that found data saw (at most 32).
+func (p *peeker) seen() []byte { return p.buf[:min(int(p.n), len(p.buf))] }
+
+// state peeks once. It must not run concurrently with itself.
+func (p *peeker) state() peekState {
+	if p.raw == nil {
+		return peekNothing
+	}
+	if p.raw.Control(p.fn) != nil {
+		return peekClosed // the fd is closed
+	}
+	switch {
+	case p.err == 0 && p.n > 0:
+		return peekData
+	case p.err == 0:
+		return peekClosed // a zero-byte read: end of stream
+	case p.err == unix.EAGAIN || p.err == unix.EINTR:
+		return peekNothing
+	}
+	return peekClosed // ECONNRESET and the like
+}

@@ -1,0 +1,113 @@
+package upstream
+
+import (
+	"errors"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// connTransport is the RoundTripper of every HostClient: fasthttp's own,
+// with two changes.
+//
+// A request refused by a stale pooled connection (errStaleConn: nothing
+// was written) goes out on the next connection, a fresh one if no other is
+// idle. That is not a retry: the upstream never saw the request (net/http's
+// "nothing written" rule), so the breaker hears nothing of it.
+//
+// A buffered (non-stream) call made by the walk carries its callGuard as a
+// user value; it is sent by roundTripGuarded, which binds the connection it
+// takes to the guard so that a departed client's call can be cut. A
+// streamed call's connection is bound by the walk once DoDeadline returns.
+type connTransport struct{}
+
+// guardKey is the Request user value key of the walk's callGuard.
+type guardKeyType struct{}
+
+var guardKey any = guardKeyType{}
+
+func (connTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (bool, error) {
+	g, _ := req.UserValue(guardKey).(*callGuard)
+	// Each stale connection is closed as it is refused, and a freshly
+	// dialed one is never checked, so this ends after at most the pool's
+	// idle connections plus one; the bound only guards that invariant.
+	for i := 0; ; i++ {
+		var retry bool
+		var err error
+		if g != nil && !resp.StreamBody {
+			retry, err = roundTripGuarded(hc, req, resp, g)
+		} else {
+			retry, err = fasthttp.DefaultTransport.RoundTrip(hc, req, resp)
+		}
+		if err == nil || i > hc.MaxConns || !errors.Is(err, errStaleConn) {
+			return retry, err
+		}
+	}
+}
+
+// roundTripGuarded is fasthttp's transport for a buffered answer (the same
+// steps through HostClient's exported connection API), with the connection
+// bound to g while the request is written and the answer read. g.deadline
+// is the call's deadline (what DoDeadline turned into req's timeout).
+func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, g *callGuard) (bool, error) {
+	deadline := g.deadline
+	cc, err := hc.AcquireConn(time.Until(deadline), req.ConnectionClose())
+	if err != nil {
+		return false, err
+	}
+	conn := cc.Conn()
+	tc := trackedOf(conn)
+	g.bind(tc)
+	resp.ParseNetConn(conn)
+
+	writeDeadline := deadline
+	if hc.WriteTimeout > 0 {
+		if d := time.Now().Add(hc.WriteTimeout); d.Before(writeDeadline) {
+			writeDeadline = d
+		}
+	}
+	if err = conn.SetWriteDeadline(writeDeadline); err != nil {
+		g.unbind(tc)
+		hc.CloseConn(cc)
+		return true, err
+	}
+	bw := hc.AcquireWriter(conn)
+	err = req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	hc.ReleaseWriter(bw)
+	if x, ok := err.(interface{ Timeout() bool }); ok && x.Timeout() {
+		err = fasthttp.ErrTimeout
+	}
+	if err != nil {
+		g.unbind(tc)
+		hc.CloseConn(cc)
+		return true, err
+	}
+	if err = conn.SetReadDeadline(deadline); err != nil {
+		g.unbind(tc)
+		hc.CloseConn(cc)
+		return true, err
+	}
+	if req.Header.IsHead() {
+		resp.SkipBody = true
+	}
+	if hc.DisableHeaderNamesNormalizing {
+		resp.Header.DisableNormalizing()
+	}
+	br := hc.AcquireReader(conn)
+	err = resp.ReadLimitBody(br, hc.MaxResponseBodySize)
+	hc.ReleaseReader(br)
+	kept := g.unbind(tc) // false: the watcher closed it
+	if err != nil {
+		hc.CloseConn(cc)
+		return err != fasthttp.ErrBodyTooLarge, err
+	}
+	if !kept || req.ConnectionClose() || resp.ConnectionClose() {
+		hc.CloseConn(cc)
+	} else {
+		hc.ReleaseConn(cc)
+	}
+	return false, nil
+}
