@@ -48,7 +48,7 @@ func calls(ms [3]*mockUpstream) [3]int64 {
 	return [3]int64{ms[0].calls.Load(), ms[1].calls.Load(), ms[2].calls.Load()}
 }
 
-const chatBody = `{"model":"gpt-4o","messages":[]}`
+const authChatBody = `{"model":"gpt-4o","messages":[]}`
 
 func TestAuthRefusesMissingAndUnknownKeys(t *testing.T) {
 	tg, ms := startAuthGateway(t)
@@ -65,7 +65,7 @@ func TestAuthRefusesMissingAndUnknownKeys(t *testing.T) {
 		{"basic scheme", []string{"Authorization", "Basic c3ktYWNtZQ=="}, invalid(`the Authorization header is not "Bearer <key>"; send the client key as Authorization: Bearer <key> or x-api-key: <key>`)},
 		{"digest as key", []string{"Authorization", "Bearer " + digestOf("sy-acme")}, invalid("the client key is not valid")},
 	} {
-		r := tg.do("POST", "/v1/chat/completions", chatBody, c.hdr...)
+		r := tg.do("POST", "/v1/chat/completions", authChatBody, c.hdr...)
 		if r.Status != 401 || r.Body != c.want {
 			t.Errorf("%s: %d %s; want 401 %s", c.name, r.Status, r.Body, c.want)
 		}
@@ -98,7 +98,7 @@ func TestAuthAcceptsBothHeaderForms(t *testing.T) {
 		{"X-API-KEY", "sy-open"},
 		{"Authorization", "Bearer sy-open", "x-api-key", "sy-open"},
 	} {
-		if r := tg.do("POST", "/v1/chat/completions", chatBody, hdr...); r.Status != 200 || r.Header["X-Gateway-Target"] != "c" {
+		if r := tg.do("POST", "/v1/chat/completions", authChatBody, hdr...); r.Status != 200 || r.Header["X-Gateway-Target"] != "c" {
 			t.Errorf("%q: %d %s", hdr, r.Status, r.Body)
 		}
 	}
@@ -127,7 +127,7 @@ func TestAuthRefusesRepeatedOrConflictingKeyHeaders(t *testing.T) {
 		resp := fasthttp.AcquireResponse()
 		req.Header.SetMethod("POST")
 		req.SetRequestURI("http://gateway/v1/chat/completions")
-		req.SetBodyString(chatBody)
+		req.SetBodyString(authChatBody)
 		for _, h := range c.hdr {
 			req.Header.Add(h[0], h[1])
 		}
@@ -230,9 +230,9 @@ func TestAuthRecordsTheKeyName(t *testing.T) {
 	tg, _ := startAuthGateway(t)
 	got := make(chan telemetry.Entry, 8)
 	tg.g.Finished = func(e *telemetry.Entry) { got <- *e }
-	tg.do("POST", "/v1/chat/completions", chatBody, "x-api-key", "sy-acme")
+	tg.do("POST", "/v1/chat/completions", authChatBody, "x-api-key", "sy-acme")
 	tg.do("POST", "/v1/chat/completions", `{"model":"claude"}`, "x-api-key", "sy-gold")
-	tg.do("POST", "/v1/chat/completions", chatBody, "x-api-key", "sy-who")
+	tg.do("POST", "/v1/chat/completions", authChatBody, "x-api-key", "sy-who")
 	for _, want := range []struct {
 		key    string
 		status int
@@ -246,14 +246,14 @@ func TestAuthRecordsTheKeyName(t *testing.T) {
 
 func TestAuthReloadRevokesKeys(t *testing.T) {
 	tg, ms := startAuthGateway(t)
-	if r := tg.do("POST", "/v1/chat/completions", chatBody, "x-api-key", "sy-acme"); r.Status != 200 {
+	if r := tg.do("POST", "/v1/chat/completions", authChatBody, "x-api-key", "sy-acme"); r.Status != 200 {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	tg.reload(strings.Replace(authYAML, "    - {name: acme, sha256: "+digestOf("sy-acme")+", user: acme}\n", "", 1), ms[0], ms[1], ms[2])
-	if r := tg.do("POST", "/v1/chat/completions", chatBody, "x-api-key", "sy-acme"); r.Status != 401 {
+	if r := tg.do("POST", "/v1/chat/completions", authChatBody, "x-api-key", "sy-acme"); r.Status != 401 {
 		t.Errorf("revoked key: %d %s; want 401", r.Status, r.Body)
 	}
-	if r := tg.do("POST", "/v1/chat/completions", chatBody, "x-api-key", "sy-open"); r.Status != 200 {
+	if r := tg.do("POST", "/v1/chat/completions", authChatBody, "x-api-key", "sy-open"); r.Status != 200 {
 		t.Errorf("kept key: %d %s", r.Status, r.Body)
 	}
 	if got := calls(ms); got != [3]int64{2, 0, 0} {

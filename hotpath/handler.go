@@ -207,8 +207,9 @@ type scratch struct {
 	rule  int
 	cands []*upstream.Target
 	call  upstream.Call
-	// body holds a streamed request body (see readBody).
-	body []byte
+	// body holds a streamed request body (see readBody); nil until one
+	// is read.
+	body *bodyBuf
 	// key is the client key the request presented (nil without auth);
 	// pairs holds its metadata merged with the header's (see bindKey).
 	key   *clientKey
@@ -267,14 +268,7 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTok
 	// Peek. The body is held to the limit of st, the State this request
 	// routes on (HeaderReceived used the one current when the headers
 	// arrived; st may be newer).
-	body, err := readBody(rc, st.maxRequestBytes, sc.body)
-	if rc.RequestBodyStream() != nil {
-		// Only a streamed body was read into sc's own buffer; otherwise body
-		// is fasthttp's, pooled again when the request ends, and keeping it
-		// would let the next streamed body be written into memory another
-		// request (or client) owns by then.
-		sc.body = body
-	}
+	body, err := readBody(rc, st.maxRequestBytes, &sc.body)
 	if err != nil {
 		writeBodyError(rc, err, st.maxRequestBytes)
 		return false
@@ -372,10 +366,12 @@ func releaseScratch(sc *scratch) {
 	clear(sc.pairs[:cap(sc.pairs)])
 	sc.pairs = sc.pairs[:0]
 	sc.peek.release()
-	if cap(sc.body) > maxKeptBody {
-		sc.body = nil // a large body's buffer is not kept for every request
+	if sc.body != nil && cap(sc.body.b) > maxKeptBody {
+		// A large body's buffer is not kept for every request: it goes
+		// back to its size class for the next large body.
+		putBody(sc.body)
+		sc.body = nil
 	}
-	sc.body = sc.body[:0]
 	scratchPool.Put(sc)
 }
 

@@ -202,7 +202,7 @@ func TestBadBodies(t *testing.T) {
 			}
 		}
 	}
-	// Trailing bytes: the message names fastjson's finding; check the start.
+	// Trailing bytes: the message names the offset; check the start.
 	r := tg.do("POST", "/v1/chat/completions", `{"model":"gpt-4o"} {}`)
 	if r.Status != 400 || !strings.HasPrefix(r.Body, `{"error":{"message":"request body is not valid JSON: `) ||
 		!strings.HasSuffix(r.Body, `","type":"invalid_request_error","param":null,"code":"invalid_request"}}`) {
@@ -220,11 +220,15 @@ func TestDeeplyNestedBodyIsRefused(t *testing.T) {
 	tg := startGateway(t, strings.Replace(baseConfig, "max_request_bytes: 2048", "max_request_bytes: 12582912", 1), a, b, c)
 	for _, body := range []string{
 		`{"model":"gpt-4o","messages":` + strings.Repeat("[", 5<<20),
-		strings.Repeat("[", 5<<20) + strings.Repeat("]", 5<<20),
+		`{"model":"gpt-4o","messages":` + strings.Repeat("[", 5<<20) + strings.Repeat("]", 5<<20) + `}`,
+		`{"model":"gpt-4o","metadata":` + strings.Repeat(`{"a":`, 2<<20),
 	} {
 		r := tg.do("POST", "/v1/chat/completions", body)
 		wantResponse(t, "deep body", r, 400, `{"error":{"message":"request body is not valid JSON: arrays and objects are nested more than 300 deep","type":"invalid_request_error","param":null,"code":"invalid_request"}}`)
 	}
+	// A top level that is not an object is refused at its first byte.
+	r := tg.do("POST", "/v1/chat/completions", strings.Repeat("[", 5<<20)+strings.Repeat("]", 5<<20))
+	wantResponse(t, "deep array body", r, 400, `{"error":{"message":"request body must be a JSON object, not an array","type":"invalid_request_error","param":null,"code":"invalid_request"}}`)
 	if r := tg.do("POST", "/v1/chat/completions", `{"model":"gpt-4o"}`); r.Status != 200 {
 		t.Fatalf("after the deep bodies: %d %s", r.Status, r.Body)
 	}

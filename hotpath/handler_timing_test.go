@@ -62,31 +62,6 @@ func BenchmarkPeekLarge(b *testing.B) {
 	}
 }
 
-// BenchmarkPeekReference and BenchmarkPeekReferenceLarge run the first
-// peek (fastjson.Validate, then a whole fastjson.Parser tree; refPeek in
-// peek_ref_test.go) on the same bodies, for before/after.
-func BenchmarkPeekReference(b *testing.B) {
-	b.ReportAllocs()
-	b.SetBytes(int64(len(benchBody)))
-	p := &refPeek{}
-	for b.Loop() {
-		if err := p.parse(benchBody); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkPeekReferenceLarge(b *testing.B) {
-	b.ReportAllocs()
-	b.SetBytes(int64(len(largeBody)))
-	p := &refPeek{}
-	for b.Loop() {
-		if err := p.parse(largeBody); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func BenchmarkPeekStdlibBaseline(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchBody)))

@@ -1,7 +1,6 @@
 package hotpath
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -10,27 +9,23 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// peek is what routing reads of a request body (SPEC §4.1): the four fields
-// model, user, stream and tools, and nothing else; on the messages surface
-// the user is metadata.user_id (SPEC §3). The body itself is forwarded
-// untouched.
+// peek is what routing reads of a request body (SPEC §4.1): model, user,
+// stream and whether tools is non-empty, and nothing else. The body itself
+// is forwarded untouched.
 //
 // A peek lives in a pooled per-request scratch and is not safe for
 // concurrent use. Model and User are copies in the peek's own buffers,
 // valid until the next parse or release; nothing of the request is kept
 // after release.
 type peek struct {
-	// json unescapes the rare key or string value that holds a backslash.
-	json fastjson.Parser
-	// modelBuf and userBuf hold Model and User when they had to be
-	// unescaped.
+	// modelBuf and userBuf hold Model and User.
 	modelBuf, userBuf []byte
 
 	// Model is the "model" string, unescaped; never empty after a
 	// successful parse.
 	Model []byte
-	// User is the "user" string (messages: "metadata"."user_id"); HasUser
-	// is false when the body has none (or it is null, on messages).
+	// User is the "user" string (on the messages surface, the
+	// "metadata.user_id" string); HasUser is false when the body has none.
 	User    []byte
 	HasUser bool
 	// Stream is the "stream" boolean (absent = false).
@@ -38,29 +33,34 @@ type peek struct {
 	// HasTools is true when "tools" is a non-empty array.
 	HasTools bool
 
-	// fields are the top-level entries for the four keys, in body order:
-	// at most one per key, plus the first repeat, which is refused.
-	fields  [5]field
-	nfields int
-	seen    uint8
-	// messages: the body is a Messages API request (see parse).
-	messages bool
+	// seen holds a seen* bit for every routing key met so far.
+	seen uint8
 }
 
-// field is one top-level entry the peek routes on: which key (a seen* bit)
-// and its value's raw bytes.
-type field struct {
-	bit uint8
-	val []byte
-}
-
-// Bits of peek.seen.
+// Bits of peek.seen, one per routing key.
 const (
 	seenModel uint8 = 1 << iota
 	seenUser
 	seenStream
 	seenTools
-	seenMetadata
+	seenMetadata // messages surface: the object holding user_id
+	seenUserID   // messages surface: metadata.user_id
+)
+
+// routingKey is a key the peek routes on, with its seen* bit.
+type routingKey struct {
+	name string
+	bit  uint8
+}
+
+// The routing keys of each object the peek reads: the body's top level on
+// chat-shaped surfaces, on the messages surface (where the user is
+// metadata.user_id and a top-level "user" is just another member), and the
+// messages surface's metadata object.
+var (
+	chatKeys     = [...]routingKey{{"model", seenModel}, {"user", seenUser}, {"stream", seenStream}, {"tools", seenTools}}
+	messagesKeys = [...]routingKey{{"model", seenModel}, {"stream", seenStream}, {"tools", seenTools}, {"metadata", seenMetadata}}
+	metadataKeys = [...]routingKey{{"user_id", seenUserID}}
 )
 
 // maxBodyDepth is the deepest nesting of arrays and objects a body may
@@ -71,297 +71,229 @@ const maxBodyDepth = fastjson.MaxDepth
 var (
 	errEmptyBody = errors.New("request body is empty; want a JSON object with a \"model\" field")
 	errTooDeep   = fmt.Errorf("request body is not valid JSON: arrays and objects are nested more than %d deep", maxBodyDepth)
+	errNoModel   = errors.New(`request body has no "model"; it must name the model as a string`)
 )
 
-// parse reads body's routing fields. The body must be exactly one JSON
-// object (whitespace around it allowed, nothing else after it) with a
-// non-empty string "model"; "stream" absent or boolean; "user" absent or a
-// string; "tools" absent, null or an array; arrays and objects nested at
-// most maxBodyDepth deep. A key that names one of the four fields twice is
-// refused: the gateway would route on one reading while the upstream might
-// act on the other.
+// parse reads body's routing fields in one pass without recursion. The
+// body must be exactly one JSON object (whitespace around it allowed) with
+// a non-empty string "model"; "stream" absent or boolean; "user" absent or
+// a string; "tools" absent, null or an array. With messages (the messages
+// surface) the user is the string "user_id" of the object "metadata"
+// (absent or null: none) instead of "user". A routing key present twice,
+// or a key equal to one only under case folding (as encoding/json matches
+// keys), is refused: the upstream might act on the other copy.
 //
-// It makes two passes over the body. The first (scan) finds the four
-// fields' values at the top level and measures the nesting depth without
-// recursion, skipping strings with a vectorized byte search; the second is
-// fastjson.Validate, strict JSON, which recurses once per level, so it only
-// runs on a body the first pass found shallow enough (a 10 MiB body of "["
-// would otherwise overflow the goroutine's stack, a fatal error). No JSON
-// tree is built, and the body is not copied: about 15% cheaper than
-// Validate plus a fastjson.Parser tree, 1.3 -> 1.1 us on a 1.2 KB chat body
-// and 13.0 -> 11.2 us on a 90 KB conversation (BenchmarkPeek*,
-// BenchmarkPeekReference*).
-//
-// With messages (a Messages API body), User and HasUser come from the
-// top-level "metadata" object's "user_id" string instead of "user", which
-// is then not a routing field: metadata absent or null, or no user_id or a
-// null one, is no user; metadata not an object, user_id not a string, or
-// either key twice is refused.
-//
-// Every error message is meant for the client as a 400 invalid_request.
-// A successful parse allocates nothing once the peek is warm.
+// Of the values not routed on only the structure is checked (SPEC §4.1):
+// strings terminated, brackets balanced and nested at most maxBodyDepth
+// deep, top-level scalars well-formed. Strings are skipped with a
+// vectorized search for their closing quote. Every error message is meant
+// for the client as a 400 invalid_request. A successful parse allocates
+// nothing once the peek is warm.
 func (p *peek) parse(body []byte, messages bool) error {
 	p.Model, p.User = nil, nil
 	p.HasUser, p.Stream, p.HasTools = false, false, false
-	p.nfields, p.seen = 0, 0
-	p.messages = messages
+	p.seen = 0
 
 	if len(body) == 0 {
 		return errEmptyBody
 	}
-	top, deep := p.scan(body)
-	if deep {
-		return errTooDeep
+	i := skipSpace(body, 0)
+	if i == len(body) {
+		return syntaxError(body, i, "a JSON object")
 	}
-	if err := fastjson.ValidateBytes(body); err != nil {
-		return fmt.Errorf("request body is not valid JSON: %s", err)
-	}
-	// From here on body is valid JSON, so scan's positions are exact.
-	if top != '{' {
-		return fmt.Errorf("request body must be a JSON object, not %s", router.JSONTypeName(typeOf(top)))
-	}
-	for _, f := range p.fields[:p.nfields] {
-		if err := p.take(f); err != nil {
-			return err
+	if c := body[i]; c != '{' {
+		if !startsValue(c) {
+			return syntaxError(body, i, "a JSON object")
 		}
+		return fmt.Errorf("request body must be a JSON object, not %s", router.JSONTypeName(typeOf(c)))
+	}
+	keys := chatKeys[:]
+	if messages {
+		keys = messagesKeys[:]
+	}
+	i, err := p.object(body, i, keys, 1)
+	if err != nil {
+		return err
+	}
+	if i = skipSpace(body, i); i != len(body) {
+		return syntaxError(body, i, "the end of the body after its object")
 	}
 	if p.Model == nil {
-		return errors.New(`request body has no "model"; it must name the model as a string`)
+		return errNoModel
 	}
 	return nil
 }
 
-// maxKeptBuffer is the largest model/user buffer a pooled peek keeps
-// between requests; a larger one (a client may send a megabyte "user") is
-// dropped at release, and the parser with it if it unescaped one.
-const maxKeptBuffer = 4 << 10
-
-// release forgets the request: the field slices into its body, and buffers
-// a large field grew.
-func (p *peek) release() {
-	p.Model, p.User = nil, nil
-	clear(p.fields[:])
-	p.nfields = 0
-	if cap(p.modelBuf) > maxKeptBuffer || cap(p.userBuf) > maxKeptBuffer {
-		p.modelBuf, p.userBuf = nil, nil
-		p.json = fastjson.Parser{}
+// object reads the members of the object that opens at b[i], whose values
+// are nested depth deep (1 for the body's own members), taking the values
+// of keys and skipping the others. It returns the index past the closing
+// brace.
+func (p *peek) object(b []byte, i int, keys []routingKey, depth int) (int, error) {
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, syntaxError(b, i, "a key")
+		}
+		end := stringEnd(b, i)
+		if end >= len(b) {
+			return i, errUnterminated
+		}
+		key := b[i+1 : end]
+		if i = skipSpace(b, end+1); i >= len(b) || b[i] != ':' {
+			return i, syntaxError(b, i, "':'")
+		}
+		if i = skipSpace(b, i+1); i >= len(b) {
+			return i, syntaxError(b, i, "a value")
+		}
+		k, exact, err := matchKey(key, keys)
+		switch {
+		case err != nil:
+			return i, err
+		case k == nil:
+			i, err = skipValue(b, i, depth)
+		case !exact:
+			return i, fmt.Errorf("%s has the key %q, which a case-insensitive JSON decoder reads as %q; send %q exactly, once",
+				objectName(depth), key, k.name, k.name)
+		case p.seen&k.bit != 0:
+			return i, fmt.Errorf("%s has %q twice", objectName(depth), k.name)
+		default:
+			p.seen |= k.bit
+			i, err = p.take(k.bit, b, i, depth)
+		}
+		if err != nil {
+			return i, err
+		}
+		if i = skipSpace(b, i); i < len(b) {
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+				continue
+			case '}':
+				return i + 1, nil
+			}
+		}
+		return i, syntaxError(b, i, "',' or '}'")
 	}
 }
 
-// take applies one of the four fields; fields come in body order, so the
-// first problem in the body is the one reported.
-func (p *peek) take(f field) error {
-	if p.seen&f.bit != 0 {
-		return fmt.Errorf("request body has %q twice", fieldName(f.bit))
+// objectName names, in an error message, the object whose members are
+// depth deep.
+func objectName(depth int) string {
+	if depth == 1 {
+		return "request body"
 	}
-	p.seen |= f.bit
-	t := typeOf(f.val[0])
-	switch f.bit {
+	return `"metadata"`
+}
+
+// take reads the value of the routing key bit starting at b[i] and returns
+// the index past it.
+func (p *peek) take(bit uint8, b []byte, i, depth int) (int, error) {
+	c := b[i]
+	if !startsValue(c) {
+		return i, syntaxError(b, i, "a value")
+	}
+	t := typeOf(c)
+	switch bit {
 	case seenModel:
 		if t != fastjson.TypeString {
-			return fmt.Errorf(`"model" must be a string, not %s`, router.JSONTypeName(t))
+			return i, fmt.Errorf(`"model" must be a string, not %s`, router.JSONTypeName(t))
 		}
-		p.modelBuf = p.unquote(p.modelBuf[:0], f.val)
-		p.Model = p.modelBuf
-		if len(p.Model) == 0 {
-			return errors.New(`"model" must not be empty`)
+		end, buf, err := readString(b, i, p.modelBuf[:0], "model")
+		p.modelBuf, p.Model = buf, buf
+		if err == nil && len(p.Model) == 0 {
+			err = errors.New(`"model" must not be empty`)
 		}
-	case seenUser:
+		return end, err
+	case seenUser, seenUserID:
+		name := "user"
+		if bit == seenUserID {
+			name = "metadata.user_id"
+			if t == fastjson.TypeNull {
+				return literalEnd(b, i)
+			}
+		}
 		if t != fastjson.TypeString {
-			return fmt.Errorf(`"user" must be a string, not %s`, router.JSONTypeName(t))
+			return i, fmt.Errorf(`%q must be a string, not %s`, name, router.JSONTypeName(t))
 		}
-		p.userBuf = p.unquote(p.userBuf[:0], f.val)
-		p.User = p.userBuf
-		p.HasUser = true
+		end, buf, err := readString(b, i, p.userBuf[:0], name)
+		p.userBuf, p.User, p.HasUser = buf, buf, true
+		return end, err
 	case seenStream:
 		switch t {
 		case fastjson.TypeTrue:
 			p.Stream = true
 		case fastjson.TypeFalse:
 		default:
-			return fmt.Errorf(`"stream" must be a boolean, not %s`, router.JSONTypeName(t))
+			return i, fmt.Errorf(`"stream" must be a boolean, not %s`, router.JSONTypeName(t))
 		}
+		return literalEnd(b, i)
 	case seenTools:
 		switch t {
 		case fastjson.TypeNull:
+			return literalEnd(b, i)
 		case fastjson.TypeArray:
-			i := skipSpace(f.val, 1)
-			p.HasTools = i < len(f.val) && f.val[i] != ']'
-		default:
-			return fmt.Errorf(`"tools" must be an array, not %s`, router.JSONTypeName(t))
+			j := skipSpace(b, i+1)
+			p.HasTools = j < len(b) && b[j] != ']'
+			return skipNested(b, i, depth)
 		}
+		return i, fmt.Errorf(`"tools" must be an array, not %s`, router.JSONTypeName(t))
 	case seenMetadata:
 		switch t {
 		case fastjson.TypeNull:
+			return literalEnd(b, i)
 		case fastjson.TypeObject:
-			return p.metadataUser(f.val)
-		default:
-			return fmt.Errorf(`"metadata" must be an object, not %s`, router.JSONTypeName(t))
-		}
-	}
-	return nil
-}
-
-// metadataUser takes User from the "user_id" member of obj, a valid JSON
-// object: a string is the user, null or no member is none, anything else
-// or a second "user_id" is refused.
-func (p *peek) metadataUser(obj []byte) error {
-	var val []byte
-	i := 1
-	for {
-		i = skipSpace(obj, i)
-		if i >= len(obj) || obj[i] != '"' {
-			break // "}": obj is valid JSON
-		}
-		end := stringEnd(obj, i)
-		key := obj[i : end+1]
-		i = skipSpace(obj, skipSpace(obj, end+1)+1) // past ':'
-		start := i
-		i, _ = skipValue(obj, i, 1)
-		if p.keyIs(key, "user_id") {
-			if val != nil {
-				return errors.New(`request body has "metadata"."user_id" twice`)
+			if depth >= maxBodyDepth {
+				return i, errTooDeep
 			}
-			val = obj[start:i]
+			return p.object(b, i, metadataKeys[:], depth+1)
 		}
-		i = skipSpace(obj, i)
-		if i < len(obj) && obj[i] == ',' {
-			i++
-		}
+		return i, fmt.Errorf(`"metadata" must be an object, not %s`, router.JSONTypeName(t))
 	}
-	if val == nil {
-		return nil
-	}
-	switch t := typeOf(val[0]); t {
-	case fastjson.TypeNull:
-		return nil
-	case fastjson.TypeString:
-		p.userBuf = p.unquote(p.userBuf[:0], val)
-		p.User = p.userBuf
-		p.HasUser = true
-		return nil
-	default:
-		return fmt.Errorf(`"metadata"."user_id" must be a string, not %s`, router.JSONTypeName(t))
-	}
+	panic("BUG: peek.take of an unknown key")
 }
 
-// unquote appends the text of the valid JSON string literal q (quotes
-// included) to dst.
-func (p *peek) unquote(dst, q []byte) []byte {
-	inner := q[1 : len(q)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
-		return append(dst, inner...)
+// readString reads the routed string literal that opens at b[i] into dst,
+// unescaped, and returns the index past it. Unlike the strings the peek
+// skips, it must be valid JSON and valid UTF-8, so it means the same to
+// every decoder (encoding/json would turn bad bytes into U+FFFD).
+func readString(b []byte, i int, dst []byte, name string) (int, []byte, error) {
+	end := stringEnd(b, i)
+	if end >= len(b) {
+		return end, dst, errUnterminated
 	}
-	v, err := p.json.ParseBytes(q)
-	if err != nil { // unreachable: q passed Validate
-		return append(dst, inner...)
+	dst, ok := appendString(dst, b[i+1:end])
+	if !ok {
+		return end, dst, fmt.Errorf("%q must be a valid JSON string of UTF-8 text (valid escapes, no control characters)", name)
 	}
-	s, _ := v.StringBytes() // cannot fail: q is a string
-	return append(dst, s...)
+	return end + 1, dst, nil
 }
 
-// scan walks body once without recursion: it records the values of the
-// top-level keys model, user, stream and tools in p.fields, and reports
-// the first non-space byte (the top-level value's kind) and whether arrays
-// and objects nest deeper than maxBodyDepth anywhere. On a body that is not
-// valid JSON its findings are meaningless but it still ends, without
-// panicking; parse only trusts them after Validate.
-func (p *peek) scan(b []byte) (top byte, deep bool) {
-	i := skipSpace(b, 0)
-	if i == len(b) {
-		return 0, false
+// literalEnd returns the index past the literal true, false or null that
+// starts at b[i], or a syntax error when it is not one.
+func literalEnd(b []byte, i int) (int, error) {
+	end := scalarEnd(b, i)
+	switch string(b[i:end]) {
+	case "true", "false", "null":
+		return end, nil
 	}
-	top = b[i]
-	if top != '{' {
-		_, deep = skipValue(b, i, 0)
-		return top, deep
-	}
-	i++
-	for {
-		i = skipSpace(b, i)
-		if i >= len(b) || b[i] != '"' {
-			return top, false // "}" (done) or not JSON: Validate decides
-		}
-		end := stringEnd(b, i)
-		if end >= len(b) {
-			return top, false // an unterminated key: not JSON
-		}
-		key := b[i : end+1]
-		i = skipSpace(b, end+1)
-		if i >= len(b) || b[i] != ':' {
-			return top, false
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return top, false
-		}
-		start := i
-		i, deep = skipValue(b, i, 1)
-		if deep {
-			return top, true
-		}
-		if bit := p.fieldBit(key); bit != 0 && p.nfields < len(p.fields) {
-			p.fields[p.nfields] = field{bit: bit, val: b[start:i]}
-			p.nfields++
-		}
-		i = skipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i++
-		}
-	}
+	return i, syntaxError(b, i, "true, false or null")
 }
 
-// fieldBit returns the seen* bit of the key literal k (quotes included), or
-// 0 when it names none of the routing fields ("user" on a Messages body,
-// "metadata" on any other).
-func (p *peek) fieldBit(k []byte) uint8 {
-	switch string(p.keyText(k)) {
-	case "model":
-		return seenModel
-	case "user":
-		if !p.messages {
-			return seenUser
-		}
-	case "stream":
-		return seenStream
-	case "tools":
-		return seenTools
-	case "metadata":
-		if p.messages {
-			return seenMetadata
-		}
-	}
-	return 0
-}
+// maxKeptBuffer is the largest model/user buffer a pooled peek keeps
+// between requests; a larger one (a client may send a megabyte "user") is
+// dropped at release.
+const maxKeptBuffer = 4 << 10
 
-// keyText returns the text of the key literal k (quotes included): a view
-// of k, unless it holds an escape (then the parser's memory, valid until
-// its next use).
-func (p *peek) keyText(k []byte) []byte {
-	name := k[1 : len(k)-1]
-	if bytes.IndexByte(name, '\\') >= 0 { // an escaped key: compare its text
-		if v, err := p.json.ParseBytes(k); err == nil {
-			name, _ = v.StringBytes()
-		}
+// release forgets the request: the field slices, and buffers a large
+// field grew.
+func (p *peek) release() {
+	p.Model, p.User = nil, nil
+	if cap(p.modelBuf) > maxKeptBuffer || cap(p.userBuf) > maxKeptBuffer {
+		p.modelBuf, p.userBuf = nil, nil
 	}
-	return name
-}
-
-// keyIs reports whether the key literal k spells name.
-func (p *peek) keyIs(k []byte, name string) bool { return string(p.keyText(k)) == name }
-
-func fieldName(bit uint8) string {
-	switch bit {
-	case seenModel:
-		return "model"
-	case seenUser:
-		return "user"
-	case seenStream:
-		return "stream"
-	case seenMetadata:
-		return "metadata"
-	}
-	return "tools"
 }
 
 // typeOf is the JSON type of the value starting with byte c.
@@ -383,80 +315,11 @@ func typeOf(c byte) fastjson.Type {
 	return fastjson.TypeNumber
 }
 
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
+// startsValue reports whether a JSON value may start with byte c.
+func startsValue(c byte) bool {
+	switch c {
+	case '{', '[', '"', 't', 'f', 'n', '-':
+		return true
 	}
-	return i
-}
-
-// stringEnd returns the index of the quote closing the string that opens at
-// b[i], or len(b) when there is none.
-func stringEnd(b []byte, i int) int {
-	i++
-	for i < len(b) {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return len(b)
-		}
-		q := i + j
-		n := 0 // backslashes right before the quote: odd = escaped
-		for k := q - 1; k >= i && b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
-	return len(b)
-}
-
-// skipValue returns the index just past the value that starts at b[i] and
-// whether it nests deeper than fastjson allows: base is the depth of the
-// container holding the value (0 for the body's top level); like
-// fastjson's parser, a value's depth is its containers plus one, and no
-// value may be deeper than maxBodyDepth. It stops at the first value too
-// deep. It counts brackets, not grammar.
-func skipValue(b []byte, i, base int) (end int, deep bool) {
-	switch b[i] {
-	case '"':
-		return min(stringEnd(b, i)+1, len(b)), false
-	case '{', '[':
-		depth := base
-		for ; i < len(b); i++ {
-			switch c := b[i]; c {
-			case ' ', '\n', '\r', '\t', ',', ':':
-				continue
-			case '}', ']':
-				if depth--; depth <= base {
-					return i + 1, false
-				}
-				continue
-			default:
-				// c starts (or continues) a value, or a key, inside the
-				// container at depth: that value is at depth+1.
-				if depth >= maxBodyDepth {
-					return i, true
-				}
-				switch c {
-				case '"':
-					i = stringEnd(b, i)
-				case '{', '[':
-					depth++
-				}
-			}
-		}
-		return len(b), false
-	}
-	for i < len(b) {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\n', '\r', '\t':
-			return i, false
-		}
-		i++
-	}
-	return i, false
+	return '0' <= c && c <= '9'
 }

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bufio"
 
 	"github.com/switchyard/switchyard/router"
 )
@@ -69,24 +68,22 @@ func namedEvents(s router.Surface) bool {
 	return s == router.SurfaceResponses || s == router.SurfaceMessages
 }
 
-// writeErrorFrame writes the SSE frame that ends a committed stream of
-// surface s with envelope (the surface's), and flushes it: "data: {envelope}"
-// on chat and completions; "event: error" + "data: {envelope}" on messages
+// appendErrorFrame appends the SSE frame that ends a committed stream of
+// surface s with envelope (the surface's): "data: {envelope}" on chat and
+// completions; "event: error" + "data: {envelope}" on messages
 // (Anthropic's error event); "event: error" + the Responses API's error
 // event carrying the OpenAI envelope too on responses (see
-// responsesErrorEvent). Errors are ignored here (the client may be gone);
-// the Flush result is returned.
-func writeErrorFrame(bw *bufio.Writer, s router.Surface, envelope []byte) error {
+// responsesErrorEvent).
+func appendErrorFrame(dst []byte, s router.Surface, envelope []byte) []byte {
 	if namedEvents(s) {
-		bw.WriteString("event: error\n") //nolint:errcheck // Flush reports it
+		dst = append(dst, "event: error\n"...)
 	}
 	if s == router.SurfaceResponses {
 		envelope = responsesErrorEvent(envelope)
 	}
-	bw.WriteString("data: ") //nolint:errcheck
-	bw.Write(envelope)       //nolint:errcheck
-	bw.WriteString("\n\n")   //nolint:errcheck
-	return bw.Flush()
+	dst = append(dst, "data: "...)
+	dst = append(dst, envelope...)
+	return append(dst, "\n\n"...)
 }
 
 // responsesErrorEvent turns the OpenAI envelope {"error":{…}} into the

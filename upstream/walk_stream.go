@@ -14,7 +14,11 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+// readerPool holds the stream decoders' read buffers. Each open stream holds
+// one for its whole life, on top of fasthttp's own read buffer of the
+// upstream connection that it reads from, so it is small: a longer event
+// is read in several slices.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<10) }}
 
 // stream handles a 2xx streaming answer: it reads the first event before
 // anything reaches the client (a failure there is an ordinary, failover-safe
@@ -67,93 +71,22 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	w.res.Status, w.res.Class, w.res.Stream = resp.StatusCode(), ClassOK, true
 	w.headers(t)
 
-	res := w.res
-	obs, clk, start := w.obs, w.clk, w.start
-	laddr := resp.LocalAddr()
-	first, firstErr := frame, err
 	// A client that stops reading (a zero TCP window, which keep-alive
 	// probes do not detect) would block fasthttp's write of the stream for
-	// ever, and with it this writer, the upstream connection and the limiter
-	// slot. So each frame has t.Timeout to leave; then the server's write
-	// fails, it closes the pipe, and the writer ends as for a disconnect.
-	// The net.Conn is taken now: it outlives the handler, the RequestCtx
-	// may not be touched after it.
-	client := clientConn(rc)
-	stall := t.Timeout
-	// From here the writer owns the ticket, the slot, resp, br, buf and
-	// the client watch (which keeps the upstream connection bound: the
-	// client leaving cuts a silent upstream's read).
+	// ever, and with it the upstream connection and the limiter slot. So
+	// each frame has t.Timeout to leave; then the server's write fails and
+	// the relay ends as for a disconnect. The net.Conn is taken now: it
+	// outlives the handler, the RequestCtx may not be touched after it.
+	sb := relayBodyPool.Get().(*relayBody)
+	*sb = relayBody{t: t, surface: surface, ticket: ticket, resp: resp, dec: dec, br: br, buf: buf, frame: frame, err: err,
+		obs: w.obs, clk: w.clk, start: w.start, res: w.res, laddr: resp.LocalAddr(), client: clientConn(rc),
+		guard: w.guard, upConn: upConn}
+	// From here the body owns the ticket, the slot, resp, br, buf and the
+	// client watch (which keeps the upstream connection bound: the client
+	// leaving cuts a silent upstream's read).
 	w.pending = false
-	guard := w.guard
 	w.guard = nil
-	rc.SetBodyStreamWriter(func(bw *bufio.Writer) {
-		// fasthttp runs this on its own goroutine with no recover: a panic
-		// here (a decoder bug on odd upstream bytes) would take the whole
-		// process down and leak the slot and the ticket. The deferred
-		// cleanup runs on every way out; a panic ends the stream with an
-		// error frame and is reported to obs if it is a PanicObserver.
-		class := ClassCanceled
-		defer func() {
-			breakerClass := class
-			if v := recover(); v != nil {
-				reportPanic(obs, v)
-				writeErrorFrame(bw, surface, internalErrorEnvelope(surface)) //nolint:errcheck // the client may be gone
-				// The gateway's bug, not the target's: neutral for the breaker.
-				class, breakerClass = ClassTransport, ClassCanceled
-			}
-			if !guard.unbind(upConn) || guard.Gone() {
-				// The client left: whatever the relay saw after its
-				// upstream connection was closed is no upstream failure.
-				class, breakerClass = ClassCanceled, ClassCanceled
-			}
-			if class == ClassOK {
-				// After [DONE] only the body's terminating chunk should be
-				// left: read it (briefly) so the connection goes back to the
-				// pool.
-				setStreamDeadline(laddr, clk.now().Add(drainTimeout))
-				// br.Discard reads like io.Copy to io.Discard through a
-				// LimitReader (until EOF, an error or maxDrain bytes) but
-				// without allocating the LimitReader.
-				br.Discard(maxDrain) //nolint:errcheck
-			}
-			if client != nil {
-				// fasthttp still has to write what the pipe holds and the
-				// body's last chunk after this returns: bound that too. The
-				// deadline stays behind on the keep-alive connection; the
-				// server arms a fresh one before each response it writes
-				// (hotpath's Server.WriteTimeout), so it cannot cut the next
-				// answer short.
-				client.SetWriteDeadline(time.Now().Add(stall)) //nolint:errcheck
-			}
-			// Closing an unfinished body stream closes the connection, which
-			// is how a client disconnect cancels the upstream request.
-			resp.CloseBodyStream() //nolint:errcheck
-			fasthttp.ReleaseResponse(resp)
-			br.Reset(nil)
-			readerPool.Put(br)
-			putFrame(buf)
-			guard.release()
-			end := clk.now()
-			t.Breaker().Done(ticket, breakerClass, end)
-			t.Limiter().Release()
-			res.Class = class
-			// The observer's own bug must not crash the process either.
-			defer func() {
-				if v := recover(); v != nil {
-					reportPanic(obs, v)
-				}
-			}()
-			obs.StreamEnd(res, end.Sub(start))
-		}()
-		class = relay(bw, surface, dec, br, first, firstErr, func() {
-			// Between events the silence is bounded by the target timeout.
-			setStreamDeadline(laddr, clk.now().Add(t.Timeout))
-		}, func() {
-			if client != nil {
-				client.SetWriteDeadline(time.Now().Add(stall)) //nolint:errcheck
-			}
-		}, t, buf)
-	})
+	rc.Response.SetBodyStream(sb, -1)
 	return outcome{class: ClassOK}, true
 }
 
@@ -190,7 +123,9 @@ const (
 	maxDrain     = 64 << 10
 )
 
-var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// framePool holds frame buffers; an event is a few hundred bytes, and a
+// larger one grows its buffer.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // maxPooledFrame is the largest frame buffer kept for reuse: one huge
 // event must not pin megabytes in the pool for good.
@@ -199,52 +134,6 @@ const maxPooledFrame = 64 << 10
 func putFrame(buf *[]byte) {
 	if cap(*buf) <= maxPooledFrame {
 		framePool.Put(buf)
-	}
-}
-
-// relay writes the first frame and then every further one, flushing each.
-// It returns the stream's outcome class. A failure ends the stream with
-// surface s's error frame, unless the decoder's frame already carried the
-// upstream's own error event (StreamError.Framed). beforeRead runs before
-// each read from the upstream after the first, beforeWrite before each
-// write to the client. Every byte written passes t.redact. buf holds the
-// frame buffer for reuse.
-func relay(bw *bufio.Writer, s router.Surface, dec StreamDecoder, br *bufio.Reader, frame []byte, err error, beforeRead, beforeWrite func(), t *Target, buf *[]byte) Class {
-	defer func() { *buf = frame[:0] }()
-	for {
-		beforeWrite()
-		if len(frame) > 0 {
-			frame = t.redact(frame)
-			if _, werr := bw.Write(frame); werr != nil {
-				return ClassCanceled
-			}
-		}
-		if err != nil {
-			if err == io.EOF {
-				if bw.Flush() != nil {
-					return ClassCanceled
-				}
-				return ClassOK
-			}
-			o := streamFailure(err, s)
-			if o.framed {
-				// The upstream's own error event, already written (and
-				// redacted) as the frame above.
-				if bw.Flush() != nil {
-					return ClassCanceled
-				}
-				return o.class
-			}
-			if writeErrorFrame(bw, s, t.redact(o.envelope)) != nil {
-				return ClassCanceled
-			}
-			return o.class
-		}
-		if bw.Flush() != nil {
-			return ClassCanceled
-		}
-		beforeRead()
-		frame, err = dec.Next(frame[:0], br)
 	}
 }
 

@@ -197,6 +197,9 @@ type Report struct {
 	Idle          []Idle
 	// Profile is the pprof section; nil: not run.
 	Profile *Profile
+	// Sections are Markdown sections of scenarios with tables of their
+	// own, printed after the targets.
+	Sections []string
 	// Notes are printed at the end, one bullet each.
 	Notes []string
 	// History, when non-empty, is appended verbatim at the end of the
@@ -244,6 +247,9 @@ func (rep *Report) Tables() string {
 	rep.writeRequestTable(&b)
 	rep.writeStreamTable(&b)
 	rep.writeTargets(&b)
+	for _, sec := range rep.Sections {
+		b.WriteString(sec)
+	}
 	return b.String()
 }
 
@@ -472,6 +478,9 @@ func (rep *Report) Markdown(svgName string) string {
 	b.WriteString("## Targets\n\n")
 	b.WriteString("Throughput and CPU/request are ratios to the bare proxy under the same closed-loop load. p99 added is Switchyard's p99 minus the bare proxy's p99, both offered the same open-loop rate: half of the bare proxy's saturation throughput.\n\n")
 	rep.writeTargets(&b)
+	for _, sec := range rep.Sections {
+		b.WriteString(sec)
+	}
 	if len(rep.Sweeps) > 0 {
 		b.WriteString("## Latency vs offered load\n\n")
 		if svgName != "" {

@@ -55,6 +55,7 @@ type options struct {
 	switchyard     string
 	pin            bool
 	streamEvents   int
+	only           string
 	streamInterval time.Duration
 	microBenchtime string
 	sweepMock      string
@@ -82,6 +83,7 @@ func main() {
 	flag.StringVar(&o.profileDir, "profile-dir", "", "where to keep the raw profiles (default: a new directory under the system temp dir, logged)")
 	flag.StringVar(&o.history, "history", "bench/HISTORY.md", "hand-written before/after notes appended verbatim as \"## Before and after\" when the file exists")
 	flag.StringVar(&o.sweepMock, "sweep-mock", "inprocess", "upstream of the latency sweep: inprocess (a mock inside this driver process) or process (the mock upstream process the other rows use)")
+	flag.StringVar(&o.only, "only", "", "run only this scenario group: sizes (body sizes), streams (long-lived streams) or profile; default all")
 	flag.Parse()
 	if o.sweepMock != "inprocess" && o.sweepMock != "process" {
 		fmt.Fprintln(os.Stderr, "-sweep-mock must be inprocess or process")
@@ -148,10 +150,19 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	defer b.stopMocks()
 	b.describe()
 
-	b.scenarios()
-	b.sweep()
-	b.idle()
-	b.profile(root)
+	switch o.only {
+	case "sizes":
+		b.bodySizes()
+	case "streams":
+		b.longStreams()
+	case "profile":
+		b.profile(root)
+	default:
+		b.scenarios()
+		b.sweep()
+		b.idle()
+		b.profile(root)
+	}
 	b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Whole run took %s.", time.Since(start).Round(time.Second)))
 	if busy, at := busyMachine(b.rep.Machine.LoadAvg); busy {
 		b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Other processes were running: 1-minute load average %s before the run on %d cores. Treat tail latencies (and the pass/miss lines) as noisy; rerun on an idle machine.",

@@ -57,6 +57,23 @@ func (b *bench) stopMocks() {
 	}
 }
 
+// placeCPUs and placeEnv place a proxy under test: alone on its CPU with
+// GOMAXPROCS=1, or, while b.unpinned, as a user deploys it: no affinity
+// and the default GOMAXPROCS.
+func (b *bench) placeCPUs() []int {
+	if b.unpinned {
+		return nil
+	}
+	return b.proxyCPUs
+}
+
+func (b *bench) placeEnv() []string {
+	if b.unpinned {
+		return nil
+	}
+	return []string{"GOMAXPROCS=1"}
+}
+
 // proxy is a started proxy under test.
 type proxy struct {
 	proc       *harness.Proc
@@ -83,7 +100,7 @@ func (b *bench) startBareOnce(upstream string, extra ...string) (*proxy, error) 
 		return nil, err
 	}
 	p, err := harness.Start(b.ctx, b.bareBin, append([]string{"-listen", "127.0.0.1:0", "-upstream", upstream, "-metrics", maddr}, extra...),
-		harness.StartOptions{Name: "bareproxy", CPUs: b.proxyCPUs, Env: []string{"GOMAXPROCS=1"}, WaitListening: true})
+		harness.StartOptions{Name: "bareproxy", CPUs: b.placeCPUs(), Env: b.placeEnv(), WaitListening: true})
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +116,8 @@ type gwTarget struct {
 	name, baseURL string
 	// failureThreshold overrides the breaker's (0: default).
 	failureThreshold int
+	// maxConcurrency overrides concurrency.max_concurrency (0: default).
+	maxConcurrency int
 }
 
 // startSwitchyard writes a config routing model-named rules and starts the
@@ -149,7 +168,7 @@ func (b *bench) startSwitchyardOnce(gp gwProc, name string, reduceMemory bool, t
 		return nil, err
 	}
 	p, err := harness.Start(b.ctx, gp.bin, []string{"serve", "-config", file, "-listen", addr},
-		harness.StartOptions{Name: "switchyard", CPUs: b.proxyCPUs, Env: append([]string{"GOMAXPROCS=1"}, gp.env...)})
+		harness.StartOptions{Name: "switchyard", CPUs: b.placeCPUs(), Env: append(b.placeEnv(), gp.env...)})
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +199,9 @@ func gatewayYAML(addr string, reduceMemory bool, targets []gwTarget, rules [][2]
 		fmt.Fprintf(&y, "  - virtual_key: %s\n    provider: openai\n    base_url: %s\n    api_key: %s\n", t.name, t.baseURL, upstreamAPIKey)
 		if t.failureThreshold > 0 {
 			fmt.Fprintf(&y, "    circuit_breaker:\n      failure_threshold: %d\n", t.failureThreshold)
+		}
+		if t.maxConcurrency > 0 {
+			fmt.Fprintf(&y, "    concurrency:\n      max_concurrency: %d\n", t.maxConcurrency)
 		}
 	}
 	return y.String()

@@ -57,6 +57,9 @@ type bench struct {
 
 	rep  harness.Report
 	rows map[string]*harness.Row
+	// unpinned starts proxies without affinity and at the default
+	// GOMAXPROCS (see placeCPUs).
+	unpinned bool
 }
 
 // contender is one row of an interleaved comparison.
@@ -145,6 +148,10 @@ func (b *bench) scenarios() {
 	countUpstream(group, b.streamer.Addr)
 	b.compare(group, nil)
 	checkUpstream(group)
+
+	b.bodySizes()
+	b.unpinnedRows()
+	b.longStreams()
 }
 
 // countUpstream makes each contender count the requests the mock at addr

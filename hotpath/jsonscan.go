@@ -1,0 +1,396 @@
+package hotpath
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The peek's JSON primitives: skipping values by their structure alone,
+// reading the few strings routing needs exactly, and matching keys as a
+// case-folding decoder would.
+
+var (
+	errUnterminated = errors.New("request body is not valid JSON: a string is not terminated")
+	errUnclosed     = errors.New("request body is not valid JSON: it ends inside an array or object")
+)
+
+// syntaxError reports the byte at b[i] (or the body's end) where want
+// belongs.
+func syntaxError(b []byte, i int, want string) error {
+	if i >= len(b) {
+		return fmt.Errorf("request body is not valid JSON: it ends where %s belongs", want)
+	}
+	return fmt.Errorf("request body is not valid JSON: %q at offset %d, where %s belongs", b[i], i, want)
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index of the quote closing the string that opens at
+// b[i], or len(b) when there is none. Past its first bytes the search for a
+// quote is bytes.IndexByte's (vectorized); a quote after an odd run of
+// backslashes is escaped and does not end the string.
+func stringEnd(b []byte, i int) int {
+	i++
+	// Fast path: most strings of a request (keys, roles, ids) end within a
+	// few bytes, where reading eight bytes at a time (SWAR) beats setting
+	// up a vectorized search.
+	for n := min(len(b)-8, i+shortString); i <= n; {
+		x := binary.LittleEndian.Uint64(b[i:])
+		m := zeroBytes(x^quotes) | zeroBytes(x^backslashes)
+		if m == 0 {
+			i += 8
+			continue
+		}
+		i += bits.TrailingZeros64(m) >> 3
+		if b[i] == '"' {
+			return i
+		}
+		i += 2 // a backslash: the escaped byte cannot end the string
+	}
+	// Slow path: a long string. Escapes before i are consumed, so a run of
+	// backslashes before a quote is counted back to i at most.
+	for i < len(b) {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			break
+		}
+		q := i + j
+		n := 0 // backslashes right before the quote: odd = escaped
+		for k := q - 1; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+	return len(b)
+}
+
+// Eight copies of a quote and of a backslash, for zeroBytes.
+const (
+	quotes      = 0x2222222222222222
+	backslashes = 0x5c5c5c5c5c5c5c5c
+)
+
+// zeroBytes has the high bit set in the lowest zero byte of x (and maybe in
+// bytes above it, never below): x's first zero byte is its lowest set bit.
+func zeroBytes(x uint64) uint64 {
+	return (x - 0x0101010101010101) &^ x & 0x8080808080808080
+}
+
+// shortString is about how many bytes of a string stringEnd reads one by one
+// before its vectorized search.
+const shortString = 32
+
+// skipValue returns the index just past the value that starts at b[i],
+// nested base deep (its containers; 1 for a member of the body), checking
+// only what SPEC §4.1 asks of values the gateway does not route on:
+// strings terminated, brackets balanced, scalars well-formed.
+func skipValue(b []byte, i, base int) (int, error) {
+	switch b[i] {
+	case '"':
+		end := stringEnd(b, i)
+		if end >= len(b) {
+			return end, errUnterminated
+		}
+		return end + 1, nil
+	case '{', '[':
+		return skipNested(b, i, base)
+	}
+	end := scalarEnd(b, i)
+	if !validScalar(b[i:end]) {
+		return i, syntaxError(b, i, "a value")
+	}
+	return end, nil
+}
+
+// skipNested returns the index just past the array or object that opens at
+// b[i], nested base deep. It counts brackets, checks that each closes what
+// it should, and skips strings; nothing else of the grammar inside is
+// checked. Like fastjson's parser, a value's depth is its containers plus
+// one, and none may be deeper than maxBodyDepth: the first that is ends
+// the skip with errTooDeep. No recursion, so no nesting overflows a stack.
+func skipNested(b []byte, i, base int) (int, error) {
+	// objects has bit d set when the container d levels below b[i]'s
+	// (0 = b[i]'s own) is an object.
+	var objects [maxBodyDepth/64 + 1]uint64
+	depth := base
+	for ; i < len(b); i++ {
+		switch c := b[i]; c {
+		case ' ', '\n', '\r', '\t', ',', ':':
+			continue
+		case '}', ']':
+			d := depth - base - 1
+			if (objects[d>>6]>>(d&63)&1 == 1) != (c == '}') {
+				return i, fmt.Errorf("request body is not valid JSON: %q at offset %d does not close the bracket it should", c, i)
+			}
+			if depth--; depth == base {
+				return i + 1, nil
+			}
+			continue
+		default:
+			// c starts (or continues) a value, or a key, inside the
+			// container at depth: that value is at depth+1.
+			if depth >= maxBodyDepth {
+				return i, errTooDeep
+			}
+			switch c {
+			case '"':
+				if i = stringEnd(b, i); i >= len(b) {
+					return i, errUnterminated
+				}
+			case '{', '[':
+				d := depth - base
+				if c == '{' {
+					objects[d>>6] |= 1 << (d & 63)
+				} else {
+					objects[d>>6] &^= 1 << (d & 63)
+				}
+				depth++
+			}
+		}
+	}
+	return i, errUnclosed
+}
+
+// scalarEnd returns the index past the run of bytes a number or literal
+// may hold that starts at b[i].
+func scalarEnd(b []byte, i int) int {
+	for ; i < len(b); i++ {
+		c := b[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '+' || c == 'E') {
+			break
+		}
+	}
+	return i
+}
+
+// validScalar reports whether s is a JSON number or true, false or null.
+func validScalar(s []byte) bool {
+	switch string(s) {
+	case "true", "false", "null":
+		return true
+	}
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		j := i
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// appendString appends the text of the JSON string whose content (between
+// the quotes) is s to dst, unescaped. ok is false when s is not valid JSON
+// string content (a bad escape, a control character) or not valid UTF-8,
+// a lone surrogate escape included.
+func appendString(dst, s []byte) (_ []byte, ok bool) {
+	if bytes.IndexByte(s, '\\') < 0 {
+		// Fast path: nothing to unescape.
+		for _, c := range s {
+			if c < 0x20 {
+				return dst, false
+			}
+		}
+		if !utf8.Valid(s) {
+			return dst, false
+		}
+		return append(dst, s...), true
+	}
+	// Slow path: byte by byte.
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c < 0x20:
+			return dst, false
+		case c == '\\':
+			if i+1 >= len(s) {
+				return dst, false
+			}
+			switch e := s[i+1]; e {
+			case '"', '\\', '/':
+				dst = append(dst, e)
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r, ok := hex4(s[i+2:])
+				if !ok {
+					return dst, false
+				}
+				if utf16.IsSurrogate(r) {
+					// Only a high surrogate followed by an escaped low one.
+					lo, ok := rune(0), false
+					if r < 0xDC00 && i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
+						lo, ok = hex4(s[i+8:])
+					}
+					if !ok || lo < 0xDC00 || lo > 0xDFFF {
+						return dst, false
+					}
+					r = utf16.DecodeRune(r, lo)
+					i += 6
+				}
+				dst = utf8.AppendRune(dst, r)
+				i += 4
+			default:
+				return dst, false
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				return dst, false
+			}
+			dst = append(dst, s[i:i+n]...)
+			i += n
+		}
+	}
+	return dst, true
+}
+
+// validStringSyntax reports whether s is JSON string content by the
+// grammar alone: no control characters, every escape well-formed.
+func validStringSyntax(s []byte) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if i+1 >= len(s) {
+				return false
+			}
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if _, ok := hex4(s[i+2:]); !ok {
+					return false
+				}
+				i += 5
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hex4 decodes the four hex digits at the start of s.
+func hex4(s []byte) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// maxKeyBytes bounds the raw key (between its quotes) that can still spell
+// a routing key: eight characters (the longest, "metadata"), each at most a
+// six-byte \u escape. A longer key names none of them under any folding.
+const maxKeyBytes = 8 * 6
+
+// matchKey returns the routing key of keys that the raw key (between its
+// quotes) names, and whether it names it exactly: false when only under
+// case folding as encoding/json matches keys (bytes.EqualFold, so "MODEL",
+// "ſtream" and "\u004dodel" all fold to one). Escapes are decoded first,
+// so "\u006dodel" is "model". nil when it names none. A short key with an
+// invalid escape is an error: it is not JSON.
+func matchKey(raw []byte, keys []routingKey) (k *routingKey, exact bool, err error) {
+	if len(raw) > maxKeyBytes || len(raw) == 0 {
+		return nil, false, nil
+	}
+	name := raw
+	ascii := true
+	for _, c := range raw {
+		if c == '\\' || c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	var buf [maxKeyBytes]byte
+	if !ascii && bytes.IndexByte(raw, '\\') >= 0 {
+		var ok bool
+		if name, ok = appendString(buf[:0], raw); !ok {
+			if !validStringSyntax(raw) {
+				return nil, false, errors.New("request body is not valid JSON: a key has an invalid escape")
+			}
+			// Valid JSON that is not UTF-8 text (a lone surrogate): a
+			// decoder reads U+FFFD there, which folds to no routing key.
+			return nil, false, nil
+		}
+	}
+	for j := range keys {
+		if string(name) == keys[j].name {
+			return &keys[j], true, nil
+		}
+	}
+	for j := range keys {
+		// An ASCII key folds to a routing key only at the same length.
+		if (!ascii || len(name) == len(keys[j].name)) && bytes.EqualFold(name, []byte(keys[j].name)) {
+			return &keys[j], false, nil
+		}
+	}
+	return nil, false, nil
+}
