@@ -1,5 +1,5 @@
 // Package cli implements Switchyard's command line (SPEC §1): the
-// subcommands serve, validate, explain and version, their flags, and their
+// subcommands serve, validate, explain, keys and version, their flags, and their
 // exit codes.
 //
 // Main is the whole entry point; main.go only calls it. Serving is injected
@@ -49,9 +49,11 @@ const DefaultConfigFile = "config.yaml"
 const usage = `Usage:
   switchyard [serve] [-config FILE] [-listen ADDR]   run the gateway (default)
   switchyard validate [-config FILE] [-strict]      check a config; exit 0 ok, 1 invalid, 2 usage
-  switchyard explain  [-config FILE] -model M [-user U] [-stream] [-tools]
+  switchyard explain  [-config FILE] -model M [-user U] [-stream] [-tools] [-key NAME]
                       [-metadata JSON] [-surface chat|completions|embeddings|images|responses|messages]
                                                     show how a request would be routed
+  switchyard keys new [-name N]                     a fresh client key and its config entry
+  switchyard keys hash                              hex SHA-256 of the key read from standard input
   switchyard version                                print the version
 
 -config defaults to $SWITCHYARD_CONFIG, then config.yaml.
@@ -79,6 +81,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return explain(rest, stdout, stderr)
 	case "version":
 		return version(rest, stdout, stderr)
+	case "keys":
+		return keys(rest, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -17,6 +18,7 @@ import (
 //
 // Output on stdout, one fact a line:
 //
+//	key: acme, binds user "acme", binds metadata tier="gold", any model   (with -key)
 //	request: chat model "gpt-4o", user "alice", stream false, tools false, metadata tier="gold"
 //	rule: strategy.conditions[2] line 14: metadata tier=gold
 //	chain: openai, bedrock
@@ -35,6 +37,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	tools := fs.Bool("tools", false, "the request carries a non-empty tools array")
 	metadata := fs.String("metadata", "", "the X-Gateway-Metadata header, a JSON object")
 	surfaceName := fs.String("surface", "chat", "the API `surface`: chat, completions, embeddings, images, responses or messages")
+	keyName := fs.String("key", "", "explain the request as client key `NAME` sends it (its bindings and allow-list)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -83,6 +86,22 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: cannot compile routing table: %v\n", *cfgPath, err)
 		return ExitFail
 	}
+	key, code := explainKey(cfg, *keyName, stderr)
+	if code >= 0 {
+		return code
+	}
+	if key != nil {
+		fmt.Fprintf(stdout, "key: %s\n", describeKey(key))
+		if allow := router.NewModelSet(key.Models); !allow.Has(req.Model) {
+			fmt.Fprintf(stdout, "request: %s\n", describeRequest(&req, set, *metadata))
+			fmt.Fprintf(stdout, "outcome: 403 model_not_allowed: key %q may not use model %q (checked before routing)\n", key.Name, *model)
+			return ExitOK
+		}
+		if key.HasUser && set["user"] && string(key.User) != *user {
+			fmt.Fprintf(stdout, "note: the key binds user %q; the request's user %q does not route\n", key.User, *user)
+		}
+		router.Bind(&req, key, nil)
+	}
 
 	fmt.Fprintf(stdout, "request: %s\n", describeRequest(&req, set, *metadata))
 	rule, chain := snap.Match(&req)
@@ -127,6 +146,9 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "outcome: 404 unsupported_endpoint: chain members serve model %q but not the %s surface\n", *model, surface)
 	default:
 		fmt.Fprintf(stdout, "outcome: 404 model_not_found: no chain member serves model %q\n", *model)
+	}
+	if key == nil && cfg.Auth.Enabled() {
+		fmt.Fprintln(stdout, "note: the config has client keys: a request without one gets 401 invalid_api_key; -key NAME explains one key's requests")
 	}
 	if len(candidates) == 0 {
 		// The rule decides where a request may go; a target outside the
@@ -207,4 +229,51 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// explainKey returns the client key named name (nil when name is ""), or
+// an exit code >= 0 after reporting why there is none.
+func explainKey(cfg *config.Config, name string, stderr io.Writer) (*router.KeySpec, int) {
+	if name == "" {
+		return nil, -1
+	}
+	specs := cfg.KeySpecs()
+	names := make([]string, len(specs))
+	for i := range specs {
+		if specs[i].Name == name {
+			return &specs[i], -1
+		}
+		names[i] = specs[i].Name
+	}
+	if len(specs) == 0 {
+		fmt.Fprintf(stderr, "explain: -key %q: the config has no auth block, so requests need no key\n", name)
+	} else {
+		fmt.Fprintf(stderr, "explain: -key %q names no client key; configured: %s\n", name, strings.Join(names, ", "))
+	}
+	return nil, ExitUsage
+}
+
+// describeKey renders a key's bindings and allow-list.
+func describeKey(k *router.KeySpec) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", k.Name)
+	if k.HasUser {
+		fmt.Fprintf(&b, ", binds user %q", k.User)
+	} else {
+		b.WriteString(", user unbound")
+	}
+	if len(k.Metadata) == 0 {
+		b.WriteString(", no metadata bound")
+	} else {
+		b.WriteString(", binds metadata")
+		for _, p := range k.Metadata {
+			fmt.Fprintf(&b, " %s=%q", p.Key, p.Value)
+		}
+	}
+	if k.Models == nil {
+		b.WriteString(", any model")
+	} else {
+		fmt.Fprintf(&b, ", models %s", strings.Join(k.Models, ", "))
+	}
+	return b.String()
 }

@@ -32,6 +32,9 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
 	counts := fmt.Sprintf("%s, %s", plural(len(cfg.Strategy.Conditions), "rule"), plural(len(cfg.Targets), "target"))
+	if n := len(cfg.Auth.Keys); n > 0 {
+		counts += ", " + plural(n, "client key")
+	}
 	switch {
 	case len(warnings) == 0:
 		fmt.Fprintf(stdout, "%s: ok (%s)\n", *cfgPath, counts)
@@ -71,11 +74,12 @@ func load(path string, w io.Writer) (*config.Config, bool) {
 func lint(cfg *config.Config) []string {
 	rules, targets := cfg.RouterSpecs()
 	findings := router.Lint(rules, targets)
-	if len(findings) == 0 {
+	keyFindings := router.LintKeys(rules, targets, cfg.KeySpecs())
+	if len(findings) == 0 && len(keyFindings) == 0 {
 		return nil
 	}
 	src := readLines(cfg.File)
-	out := make([]string, 0, len(findings))
+	out := make([]string, 0, len(findings)+len(keyFindings))
 	for _, f := range findings {
 		p := config.Problem{File: cfg.File, Message: f.Message}
 		switch {
@@ -85,6 +89,25 @@ func lint(cfg *config.Config) []string {
 		case f.Target >= 0 && f.Target < len(cfg.Targets):
 			p.Path = fmt.Sprintf("targets[%d]", f.Target)
 			p.Line = cfg.Targets[f.Target].Line
+		}
+		p.Col = column(src, p.Line)
+		out = append(out, p.String())
+	}
+	return append(out, lintKeys(cfg, keyFindings, src)...)
+}
+
+// lintKeys locates the client key findings like lint's.
+func lintKeys(cfg *config.Config, findings []router.KeyFinding, src []string) []string {
+	var out []string
+	for _, f := range findings {
+		p := config.Problem{File: cfg.File, Message: f.Message}
+		switch {
+		case f.Rule >= 0 && f.Rule < len(cfg.Strategy.Conditions):
+			p.Path = fmt.Sprintf("strategy.conditions[%d]", f.Rule)
+			p.Line = cfg.Strategy.Conditions[f.Rule].Line
+		case f.Key >= 0 && f.Key < len(cfg.Auth.Keys):
+			p.Path = fmt.Sprintf("auth.keys[%d]", f.Key)
+			p.Line = cfg.Auth.Keys[f.Key].Line
 		}
 		p.Col = column(src, p.Line)
 		out = append(out, p.String())

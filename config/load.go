@@ -355,7 +355,7 @@ func syntaxProblem(file string, err error) Problem {
 }
 
 var (
-	topKeys    = []string{"server", "log", "strategy", "targets"}
+	topKeys    = []string{"server", "log", "strategy", "targets", "auth"}
 	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch",
 		"reduce_memory_usage", "allowed_hosts", "allowed_origins"}
 	logKeys       = []string{"level", "format", "access_log"}
@@ -416,6 +416,7 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 			cfg.Targets[i] = d.decodeTarget(it, index("targets", i))
 		}
 	}
+	d.decodeAuth(top["auth"], cfg)
 	return cfg
 }
 

@@ -18,6 +18,8 @@ type Config struct {
 	// Targets is non-empty after a successful load; Targets[0] is the
 	// no-match fallback.
 	Targets []Target `yaml:"targets"`
+	// Auth holds the client keys (SPEC §7); no keys = an open gateway.
+	Auth Auth `yaml:"auth"`
 
 	// File is the path the config was read from ("" when parsed from memory).
 	File string `yaml:"-"`

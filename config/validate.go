@@ -89,6 +89,7 @@ func (d *decoder) validate(cfg *Config) {
 	d.validateServer(cfg)
 	declared := d.validateTargets(cfg)
 	d.validateStrategy(cfg, declared)
+	d.validateAuth(cfg)
 }
 
 func (d *decoder) positiveDuration(path string, v time.Duration, example string) {

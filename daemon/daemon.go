@@ -140,6 +140,7 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 	d.tel.attach(d.gw, log)
 	d.tel.targets(st)
 	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()}, d.reduceMemory)
+	warnOpen(log, d.bind, cfg)
 	log.Info().Str("file", cfgPath).Str("config_hash", d.hash).
 		Int("rules", len(cfg.Strategy.Conditions)).Int("targets", len(cfg.Targets)).
 		Msg("configuration loaded")
@@ -303,6 +304,9 @@ func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (resul
 	d.tel.targets(st)
 	d.tel.reload(ReloadSuccess, hash, now)
 	d.warnRestartOnly(log, cfg)
+	if old.Config.Auth.Enabled() {
+		warnOpen(log, d.bind, cfg) // a reload that drops every key opens the gateway
+	}
 	log.Info().Str("config_hash", hash).
 		Int("rules", len(cfg.Strategy.Conditions)).Int("targets", len(cfg.Targets)).
 		Int("pool_identities", d.pool.Len()).

@@ -142,6 +142,9 @@ type envOptions struct {
 	openaiModels string
 	// logLevel is log.level. Default info.
 	logLevel string
+	// auth is YAML appended to the config (an auth block). Default none:
+	// the gateway is open.
+	auth string
 }
 
 // newEnv starts the worked example.
@@ -208,7 +211,7 @@ func (e *env) writeConfig(t *testing.T, o envOptions) {
 		o.logLevel = "info"
 	}
 	cfg := fmt.Sprintf(configYAML, e.openai.baseURL(), e.anth.srv.URL, e.bed.srv.URL, e.eu.baseURL(),
-		o.anthropic, o.openaiModels, o.logLevel)
+		o.anthropic, o.openaiModels, o.logLevel) + o.auth
 	tmp := e.path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

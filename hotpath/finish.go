@@ -60,6 +60,7 @@ func acquireTracker(g *Gateway, rc *fasthttp.RequestCtx, s router.Surface, sc *s
 		Model:     tr.model,
 		Rule:      sc.rule,
 		Stream:    sc.call.Stream,
+		Key:       keyName(sc.key),
 	}
 	if len(tr.traceID) > 0 {
 		tr.entry.TraceID = tr.traceID
@@ -175,15 +176,22 @@ func (tr *tracker) emit() {
 // when the request was refused before routing; model is nil when the body
 // was not read. Error paths may allocate.
 func (g *Gateway) finishEarly(rc *fasthttp.RequestCtx, s router.Surface, rule int, model []byte) {
+	g.finishKeyed(rc, s, rule, model, "")
+}
+
+// finishKeyed is finishEarly for a request that presented client key key
+// (its name; "" without auth).
+func (g *Gateway) finishKeyed(rc *fasthttp.RequestCtx, s router.Surface, rule int, model []byte, key string) {
 	if g.Finished != nil {
-		g.finishRefused(rc, s, rule, model, time.Since(rc.Time()))
+		g.finishRefused(rc, s, rule, model, time.Since(rc.Time()), key)
 	}
 }
 
 // finishRefused reports an answered request that no walk served, with the
-// given latency, to Finished (which must be set).
-func (g *Gateway) finishRefused(rc *fasthttp.RequestCtx, s router.Surface, rule int, model []byte, latency time.Duration) {
+// given latency and client key name, to Finished (which must be set).
+func (g *Gateway) finishRefused(rc *fasthttp.RequestCtx, s router.Surface, rule int, model []byte, latency time.Duration, key string) {
 	e := telemetry.Entry{
+		Key:       key,
 		RequestID: rc.Response.Header.Peek(headerRequestID),
 		Surface:   s,
 		Model:     model,

@@ -162,8 +162,16 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 			writeNoConfig(rc)
 			return
 		}
+		body := st.ModelsBody
+		if st.keys != nil { // the list the key can route, in OpenAI's shape
+			k, ok := authenticate(rc, st, router.SurfaceChat)
+			if !ok {
+				return
+			}
+			body = k.models
+		}
 		rc.SetContentType(contentTypeJSON)
-		rc.SetBody(st.ModelsBody)
+		rc.SetBody(body)
 	case routeHealthz:
 		// 200 while the process runs: nothing else is checked.
 		rc.SetContentType(contentTypeText)
@@ -202,6 +210,10 @@ type scratch struct {
 	// body holds a streamed request body (see readBody); nil until one
 	// is read.
 	body *bodyBuf
+	// key is the client key the request presented (nil without auth);
+	// pairs holds its metadata merged with the header's (see bindKey).
+	key   *clientKey
+	pairs []router.Pair
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
@@ -215,10 +227,18 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 		return
 	}
+	// The key is checked before the body is read: from the header
+	// section only, and a stranger's body is never buffered.
+	key, ok := authenticate(rc, st, s)
+	if !ok {
+		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
+		return
+	}
 	sc := scratchPool.Get().(*scratch)
 	defer releaseScratch(sc)
+	sc.key = key
 	if !routeRequest(rc, st, s, countTokens, sc) {
-		g.finishEarly(rc, s, sc.rule, sc.peek.Model)
+		g.finishKeyed(rc, s, sc.rule, sc.peek.Model, keyName(key))
 		return
 	}
 
@@ -264,6 +284,9 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTok
 		writeSurfaceError(rc, s, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 		return false
 	}
+	if !keyAllows(rc, sc.key, s, p.Model) {
+		return false
+	}
 	// Only the chat-like surfaces stream; a "stream" field elsewhere is the
 	// upstream's business, not a reason to expect SSE. count_tokens never
 	// streams, and routes as the non-stream request it is.
@@ -294,6 +317,7 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTok
 		}
 		req.Metadata = pairs
 	}
+	bindKey(&req, sc.key, sc) // the key's identity, not the client's claim
 
 	// Route. The chain is the matched rule's, or [targets[0]] alone; the
 	// candidates are its members that serve the model and the surface, in
@@ -338,6 +362,9 @@ func releaseScratch(sc *scratch) {
 	clear(sc.cands[:cap(sc.cands)]) // drop target pointers of old configs
 	sc.cands = sc.cands[:0]
 	sc.call = upstream.Call{}
+	sc.key = nil
+	clear(sc.pairs[:cap(sc.pairs)])
+	sc.pairs = sc.pairs[:0]
 	sc.peek.release()
 	if sc.body != nil && cap(sc.body.b) > maxKeptBody {
 		// A large body's buffer is not kept for every request: it goes

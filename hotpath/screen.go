@@ -234,6 +234,6 @@ func (g *Gateway) refuse(rc *fasthttp.RequestCtx, r route, why refusal, latencyK
 	case latencyKnown:
 		g.finishEarly(rc, r.recordSurface(), telemetry.RuleNotRouted, nil)
 	default:
-		g.finishRefused(rc, r.recordSurface(), telemetry.RuleNotRouted, nil, 0)
+		g.finishRefused(rc, r.recordSurface(), telemetry.RuleNotRouted, nil, 0, "")
 	}
 }

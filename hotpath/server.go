@@ -129,7 +129,7 @@ func (g *Gateway) expectContinue(rc *fasthttp.RequestCtx) int {
 		setRequestID(rc)
 		writeTooLarge(rc, limit)
 		if g.Finished != nil {
-			g.finishRefused(rc, r.recordSurface(), telemetry.RuleNotRouted, nil, 0)
+			g.finishRefused(rc, r.recordSurface(), telemetry.RuleNotRouted, nil, 0, "")
 		}
 		return fasthttp.StatusRequestEntityTooLarge
 	}
@@ -177,7 +177,7 @@ func (g *Gateway) errorHandler(rc *fasthttp.RequestCtx, err error) {
 	setRequestID(rc)
 	g.writeReadError(rc, err)
 	if g.Finished != nil {
-		g.finishRefused(rc, routeOf(rc.URI().PathOriginal()).recordSurface(), telemetry.RuleNotRouted, nil, 0)
+		g.finishRefused(rc, routeOf(rc.URI().PathOriginal()).recordSurface(), telemetry.RuleNotRouted, nil, 0, "")
 	}
 }
 

@@ -37,6 +37,8 @@ type State struct {
 	// allowedHosts and allowedOrigins are Config.Server.AllowedHosts and
 	// AllowedOrigins, lowercased; see screen.
 	allowedHosts, allowedOrigins []string
+	// keys are the client keys by digest; nil without an auth block.
+	keys keyring
 }
 
 // Build compiles cfg into a State. Runtime targets come from pool, so
@@ -74,6 +76,7 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 		st.Targets[i] = t
 	}
 	st.ModelsBody = appendModels(nil, snap.Models(), snap.Created())
+	st.keys = buildKeys(cfg, snap)
 	return st, nil
 }
 

@@ -12,6 +12,13 @@ import "sort"
 // surfaces in order (chat, completions, embeddings, images) and members in
 // chain order. The result is sorted by ID and never nil.
 func (s *Snapshot) computeModels() []ModelInfo {
+	return s.modelsFor(&Request{}, &modelSet{any: true}, nil)
+}
+
+// modelsFor is computeModels for requests shaped like base (its user and
+// metadata), listing only models allow admits, with extra as further
+// candidates.
+func (s *Snapshot) modelsFor(base *Request, allow *modelSet, extra []string) []ModelInfo {
 	seen := make(map[string]bool)
 	var ids []string
 	add := func(id string) {
@@ -35,20 +42,27 @@ func (s *Snapshot) computeModels() []ModelInfo {
 			add(r.Value)
 		}
 	}
+	for _, m := range extra {
+		add(m)
+	}
 	sort.Strings(ids)
 	out := make([]ModelInfo, 0, len(ids))
 	for _, id := range ids {
-		if owner, ok := s.routableOwner(id); ok {
+		if !allow.has([]byte(id)) {
+			continue
+		}
+		if owner, ok := s.routableOwner(base, id); ok {
 			out = append(out, ModelInfo{ID: id, OwnedBy: owner})
 		}
 	}
 	return out
 }
 
-// routableOwner reports whether a bare request for model routes to a chain
-// member that serves it on some surface, and that member's provider.
-func (s *Snapshot) routableOwner(model string) (string, bool) {
-	req := Request{Model: []byte(model)}
+// routableOwner reports whether a request like base for model routes to a
+// chain member that serves it on some surface, and that member's provider.
+func (s *Snapshot) routableOwner(base *Request, model string) (string, bool) {
+	req := *base
+	req.Model = []byte(model)
 	for x := Surface(0); x < NumSurfaces; x++ {
 		req.Surface = x
 		_, chain := s.Match(&req)
