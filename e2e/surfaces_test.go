@@ -382,6 +382,13 @@ func TestMessagesRawErrors(t *testing.T) {
 	} {
 		req, _ := http.NewRequest(tc.method, e.base+tc.path, strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")
+		if tc.status == 413 {
+			// The gateway answers an oversized body at once and closes the
+			// connection: a client still writing the body may see a reset
+			// before it reads the answer. With Expect the client waits for
+			// the answer before sending any of the body.
+			req.Header.Set("Expect", "100-continue")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
