@@ -91,6 +91,12 @@ func keysHash(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "keys hash: standard input is empty; want the key, e.g. echo \"$KEY\" | switchyard keys hash")
 		return ExitFail
 	}
+	// A client's key is read with surrounding spaces and tabs trimmed, so
+	// a digest of a key that has them could never match: refuse it.
+	if len(bytes.Trim(key, " \t")) != len(key) {
+		fmt.Fprintln(stderr, "keys hash: the key starts or ends with a space or tab; a presented key never does")
+		return ExitFail
+	}
 	sum := sha256.Sum256(key)
 	fmt.Fprintln(stdout, hex.EncodeToString(sum[:]))
 	return ExitOK

@@ -57,6 +57,14 @@ func TestKeysHash(t *testing.T) {
 	if code, _, errOut := run(t, "keys", "hash"); code != 1 || !strings.Contains(errOut, "empty") {
 		t.Errorf("empty input: exit %d %q", code, errOut)
 	}
+	// A presented key is trimmed of spaces and tabs: a digest of one that
+	// has them could never match.
+	for _, in := range []string{"sy-example-acme \n", "\tsy-example-acme"} {
+		Stdin = strings.NewReader(in)
+		if code, out, errOut := run(t, "keys", "hash"); code != 1 || out != "" || !strings.Contains(errOut, "space or tab") {
+			t.Errorf("%q: exit %d %q %q; want refused", in, code, out, errOut)
+		}
+	}
 	for _, args := range [][]string{{"keys"}, {"keys", "old"}, {"keys", "new", "-name", ""}} {
 		if code, _, _ := run(t, args...); code != 2 {
 			t.Errorf("%q: exit %d; want 2", args, code)

@@ -46,6 +46,8 @@ type trackedConn struct {
 	canceled atomic.Bool
 	// tls is set when the connection carries TLS (the peek sees records).
 	tls bool
+	// probe is tlsLeftover's read buffer.
+	probe [1]byte
 }
 
 type trackedAddr struct {

@@ -25,11 +25,11 @@ import (
 type relayBody struct {
 	t       *Target
 	surface router.Surface
-	ticket Ticket
-	resp   *fasthttp.Response
-	dec    StreamDecoder
-	br     *bufio.Reader
-	buf    *[]byte
+	ticket  Ticket
+	resp    *fasthttp.Response
+	dec     StreamDecoder
+	br      *bufio.Reader
+	buf     *[]byte
 	// frame and err are the decoder's latest event and error, not yet
 	// relayed.
 	frame []byte
@@ -140,7 +140,6 @@ func (s *relayBody) next() (out []byte) {
 	*s.buf = s.frame[:0]
 	return s.frame
 }
-
 
 // finish records the relay's outcome once.
 func (s *relayBody) finish(c Class) {

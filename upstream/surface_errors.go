@@ -1,7 +1,6 @@
 package upstream
 
 import (
-
 	"github.com/switchyard/switchyard/router"
 )
 

@@ -1,7 +1,9 @@
 package upstream
 
 import (
+	"crypto/tls"
 	"errors"
+	"net"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -106,8 +108,46 @@ func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fast
 	}
 	if !kept || req.ConnectionClose() || resp.ConnectionClose() {
 		hc.CloseConn(cc)
+	} else if r := tlsLeftover(conn, tc); r != discardNone {
+		if tc != nil && tc.stats != nil {
+			tc.stats.add(r)
+		}
+		hc.CloseConn(cc)
 	} else {
 		hc.ReleaseConn(cc)
 	}
 	return false, nil
+}
+
+// pastDeadline makes a read return at once when nothing is buffered.
+var pastDeadline = time.Unix(1, 0)
+
+// tlsLeftover reports why a TLS connection must not go back to the pool
+// after an answer, or discardNone. crypto/tls reads every record the socket
+// holds, so a stray response sent right behind the real one sits inside the
+// tls.Conn, where the socket peek before reuse cannot see it, and would be
+// read as the next request's answer: one client would get another's. A read
+// that must not wait finds it (a record already pulled in is decrypted
+// without touching the socket); a plain connection keeps nothing between
+// answers (fasthttp resets its reader). tc lends the one-byte buffer.
+func tlsLeftover(conn net.Conn, tc *trackedConn) discardReason {
+	c, ok := conn.(*tls.Conn)
+	if !ok || tc == nil {
+		return discardNone
+	}
+	if c.SetReadDeadline(pastDeadline) != nil {
+		return discardClosed
+	}
+	n, err := c.Read(tc.probe[:])
+	// No deadline for whoever takes the connection next (it sets its own).
+	if c.SetReadDeadline(time.Time{}) != nil {
+		return discardClosed
+	}
+	if n > 0 {
+		return discardUnsolicited
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return discardNone
+	}
+	return discardClosed // close_notify, EOF or a broken record
 }
