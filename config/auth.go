@@ -184,21 +184,8 @@ func (d *decoder) validateAuth(cfg *Config) {
 				d.problemf(p("metadata")+`[""]`, "metadata entry name is empty; want the X-Gateway-Metadata entry name")
 			}
 		}
-		mp := p("models")
-		if k.Models != nil && len(k.Models) == 0 {
-			d.problemf(mp, "models is empty, so the key could use no model; omit models to allow any model, or list model ids")
-		}
-		for j, m := range k.Models {
-			ip := index(mp, j)
-			switch star := strings.IndexByte(m, '*'); {
-			case m == "":
-				d.problemf(ip, "model entry is empty; want an exact model id or a prefix ending in *")
-			case strings.TrimSpace(m) != m:
-				d.problemf(ip, "%s has surrounding spaces; want the model id without them", quoteShort(m))
-			case star >= 0 && star != len(m)-1:
-				d.problemf(ip, "%s has * before its end; want an exact model id or a prefix ending in a single *", quoteShort(m))
-			}
-		}
+		d.validateModelList(p("models"), k.Models,
+			"models is empty, so the key could use no model; omit models to allow any model, or list model ids")
 	}
 }
 

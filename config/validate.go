@@ -311,21 +311,8 @@ func regionOfBedrockURL(base string) string {
 }
 
 func (d *decoder) validateModels(t *Target, path string) {
-	mp := join(path, "models")
-	if t.Models != nil && len(t.Models) == 0 {
-		d.problemf(mp, "models is empty, so the target would serve no model; omit models to serve any model, or list model ids")
-	}
-	for j, m := range t.Models {
-		ip := index(mp, j)
-		switch star := strings.IndexByte(m, '*'); {
-		case m == "":
-			d.problemf(ip, "model entry is empty; want an exact model id or a prefix ending in *")
-		case strings.TrimSpace(m) != m:
-			d.problemf(ip, "%s has surrounding spaces; want the model id without them", quoteShort(m))
-		case star >= 0 && star != len(m)-1:
-			d.problemf(ip, "%s has * before its end; want an exact model id or a prefix ending in a single *", quoteShort(m))
-		}
-	}
+	d.validateModelList(join(path, "models"), t.Models,
+		"models is empty, so the target would serve no model; omit models to serve any model, or list model ids")
 	keys := make([]string, 0, len(t.ModelMap))
 	for k := range t.ModelMap {
 		keys = append(keys, k)
@@ -429,6 +416,26 @@ func (d *decoder) validateCondition(c *Condition, path string, declared map[stri
 		seen[name] = j
 		if _, ok := declared[name]; !ok {
 			d.problemf(ip, "unknown target %q; declared: %s", name, names)
+		}
+	}
+}
+
+// validateModelList checks a models list (a target's or a client key's) at
+// YAML path mp: exact ids or a prefix ending in a single *, no empty entry,
+// no surrounding spaces; an empty, non-nil list is reported with ifEmpty.
+func (d *decoder) validateModelList(mp string, models []string, ifEmpty string) {
+	if models != nil && len(models) == 0 {
+		d.problemf(mp, "%s", ifEmpty)
+	}
+	for j, m := range models {
+		ip := index(mp, j)
+		switch star := strings.IndexByte(m, '*'); {
+		case m == "":
+			d.problemf(ip, "model entry is empty; want an exact model id or a prefix ending in *")
+		case strings.TrimSpace(m) != m:
+			d.problemf(ip, "%s has surrounding spaces; want the model id without them", quoteShort(m))
+		case star >= 0 && star != len(m)-1:
+			d.problemf(ip, "%s has * before its end; want an exact model id or a prefix ending in a single *", quoteShort(m))
 		}
 	}
 }
