@@ -3,7 +3,6 @@
 package hotpath
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -18,14 +17,7 @@ import (
 // bound user and the metadata merge (a bound entry replacing the header's,
 // another kept) all cost no allocation.
 func TestHandlerWithKeyAllocatesNothing(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer := []byte(`{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`)
-	srv := &fasthttp.Server{Handler: func(rc *fasthttp.RequestCtx) { rc.SetBody(answer) }}
-	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
-	t.Cleanup(func() { _ = srv.Shutdown() })
+	ln := answeringUpstream(t, []byte(`{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`))
 	st, err := Build(mustParse(t, `
 strategy:
   mode: conditional

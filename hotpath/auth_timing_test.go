@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -155,14 +154,7 @@ targets:
 // and with a key checked among 10,000: the ratio of the two is the cost of
 // client keys per request, upstream round trip included.
 func BenchmarkHandlerAuth(b *testing.B) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	answer := []byte(`{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`)
-	srv := &fasthttp.Server{Handler: func(rc *fasthttp.RequestCtx) { rc.SetBody(answer) }}
-	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
-	b.Cleanup(func() { _ = srv.Shutdown() })
+	ln := answeringUpstream(b, []byte(`{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`))
 	for _, withKeys := range []bool{false, true} {
 		name := "open"
 		if withKeys {

@@ -3,7 +3,6 @@
 package hotpath
 
 import (
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -20,14 +19,7 @@ import (
 // URL path, key and model_map. The upstream is a bare server answering a
 // constant body, so it allocates nothing of its own.
 func TestHandlerAllocatesNothing(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer := []byte(`{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`)
-	srv := &fasthttp.Server{Handler: func(rc *fasthttp.RequestCtx) { rc.SetBody(answer) }}
-	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
-	t.Cleanup(func() { _ = srv.Shutdown() })
+	ln := answeringUpstream(t, []byte(`{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`))
 	key := "sk-proj-" + strings.Repeat("A1b2C3d4", 20)
 	st, err := Build(mustParse(t, `
 strategy:

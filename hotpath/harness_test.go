@@ -333,3 +333,17 @@ func errorsAs(err error, target any) bool { return errors.As(err, target) }
 type quietLogger struct{}
 
 func (quietLogger) Printf(string, ...any) {}
+
+// answeringUpstream starts a loopback fasthttp server that answers every
+// request with answer, shut down when tb ends, and returns its listener.
+func answeringUpstream(tb testing.TB, answer []byte) net.Listener {
+	tb.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: func(rc *fasthttp.RequestCtx) { rc.SetBody(answer) }}
+	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
+	tb.Cleanup(func() { _ = srv.Shutdown() })
+	return ln
+}

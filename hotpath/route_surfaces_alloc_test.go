@@ -3,7 +3,6 @@
 package hotpath
 
 import (
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -86,14 +85,7 @@ func TestPeekMessagesAllocatesNothing(t *testing.T) {
 // count_tokens) through Gateway.Handler allocates nothing, as on chat
 // (TestHandlerAllocatesNothing).
 func TestHandlerNewSurfacesAllocateNothing(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer := []byte(`{"id":"x","type":"message","content":[]}`)
-	srv := &fasthttp.Server{Handler: func(rc *fasthttp.RequestCtx) { rc.SetBody(answer) }}
-	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
-	t.Cleanup(func() { _ = srv.Shutdown() })
+	ln := answeringUpstream(t, []byte(`{"id":"x","type":"message","content":[]}`))
 	key := "sk-" + strings.Repeat("A1b2C3d4", 12)
 	st, err := Build(mustParse(t, `
 strategy:

@@ -3,7 +3,6 @@
 package hotpath
 
 import (
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -19,14 +18,7 @@ import (
 // Origin), an allowed Host and Origin from long lists, the metadata header
 // read from the header section, the trailer check and raw-path routing.
 func TestScreenedRequestAllocatesNothing(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer := []byte(`{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`)
-	srv := &fasthttp.Server{Handler: func(rc *fasthttp.RequestCtx) { rc.SetBody(answer) }}
-	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
-	t.Cleanup(func() { _ = srv.Shutdown() })
+	ln := answeringUpstream(t, []byte(`{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`))
 	var hosts, origins []string
 	for i := range 20 {
 		hosts = append(hosts, "h"+strings.Repeat("x", i)+".internal")
