@@ -252,21 +252,7 @@ func (s *Server) appendChunk(dst []byte, surface int, id uint64, created int64, 
 	if i == n-1 {
 		piece = s.content[i*per:]
 	}
-	dst = append(dst, "data: "...)
-	if surface == surfCompletions {
-		dst = append(dst, `{"id":"cmpl-mock-`...)
-	} else {
-		dst = append(dst, `{"id":"chatcmpl-mock-`...)
-	}
-	dst = strconv.AppendUint(dst, id, 10)
-	if surface == surfCompletions {
-		dst = append(dst, `","object":"text_completion","created":`...)
-	} else {
-		dst = append(dst, `","object":"chat.completion.chunk","created":`...)
-	}
-	dst = strconv.AppendInt(dst, created, 10)
-	dst = append(dst, `,"model":`...)
-	dst = upstream.AppendJSONString(dst, model)
+	dst = appendChunkHead(dst, surface, id, created, model)
 	dst = append(dst, `,"system_fingerprint":`...)
 	dst = upstream.AppendJSONString(dst, s.opts.Name)
 	if surface == surfCompletions {
@@ -293,21 +279,7 @@ func (s *Server) appendChunk(dst []byte, surface int, id uint64, created int64, 
 // appendUsageChunk appends the final usage chunk of a stream: no choices,
 // the usage of the whole answer (appendUsage's figures).
 func (s *Server) appendUsageChunk(dst []byte, surface int, id uint64, created int64, model string) []byte {
-	dst = append(dst, "data: "...)
-	if surface == surfCompletions {
-		dst = append(dst, `{"id":"cmpl-mock-`...)
-	} else {
-		dst = append(dst, `{"id":"chatcmpl-mock-`...)
-	}
-	dst = strconv.AppendUint(dst, id, 10)
-	if surface == surfCompletions {
-		dst = append(dst, `","object":"text_completion","created":`...)
-	} else {
-		dst = append(dst, `","object":"chat.completion.chunk","created":`...)
-	}
-	dst = strconv.AppendInt(dst, created, 10)
-	dst = append(dst, `,"model":`...)
-	dst = upstream.AppendJSONString(dst, model)
+	dst = appendChunkHead(dst, surface, id, created, model)
 	dst = append(dst, `,"choices":[],`...)
 	dst = s.appendUsage(dst)
 	return append(dst, "\n\n"...)
@@ -352,4 +324,25 @@ func errorType(status int) string {
 	default:
 		return "invalid_request_error"
 	}
+}
+
+// appendChunkHead appends the start of one stream chunk of surface, up to
+// and including its model: "data: {"id":…,"object":…,"created":…,"model":…".
+func appendChunkHead(dst []byte, surface int, id uint64, created int64, model string) []byte {
+	dst = append(dst, "data: "...)
+	if surface == surfCompletions {
+		dst = append(dst, `{"id":"cmpl-mock-`...)
+	} else {
+		dst = append(dst, `{"id":"chatcmpl-mock-`...)
+	}
+	dst = strconv.AppendUint(dst, id, 10)
+	if surface == surfCompletions {
+		dst = append(dst, `","object":"text_completion","created":`...)
+	} else {
+		dst = append(dst, `","object":"chat.completion.chunk","created":`...)
+	}
+	dst = strconv.AppendInt(dst, created, 10)
+	dst = append(dst, `,"model":`...)
+	dst = upstream.AppendJSONString(dst, model)
+	return dst
 }
