@@ -130,7 +130,8 @@ var pastDeadline = time.Unix(1, 0)
 // read as the next request's answer: one client would get another's. A read
 // that must not wait finds it (a record already pulled in is decrypted
 // without touching the socket); a plain connection keeps nothing between
-// answers (fasthttp resets its reader). tc lends the one-byte buffer.
+// answers but its reader's buffer, which putConn checks. tc lends the
+// one-byte buffer.
 func tlsLeftover(conn net.Conn, tc *trackedConn) discardReason {
 	c, ok := conn.(*tls.Conn)
 	if !ok || tc == nil {
