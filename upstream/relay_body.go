@@ -225,6 +225,7 @@ func (s *relayBody) release() {
 	if ur, ok := s.dec.(usageReporter); ok && s.class == ClassOK {
 		res.Usage = ur.Usage()
 	}
+	releaseDecoder(s.dec)
 	class := s.class
 	*s = relayBody{ended: true, class: class}
 	// The observer's own bug must not crash the process either.

@@ -52,6 +52,7 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 			o = outcome{class: ClassCanceled}
 		}
 		w.guard.closeStream(resp) // unread: discards the connection
+		releaseDecoder(dec)
 		br.Reset(nil)
 		readerPool.Put(br)
 		*buf = frame[:0]
