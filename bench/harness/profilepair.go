@@ -176,6 +176,35 @@ func (p *ProfilePair) write(b *strings.Builder) {
 		row := func(label string, bf, sf Figure) {
 			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", label, perReqUS(bf, bn), perReqUS(sf, sn), diffUS(bf, bn, sf, sn))
 		}
+		rate := func(pp *ProxyProfile) (float64, bool) {
+			if pp.CPU == nil || pp.CPU.Duration <= 0 || pp.Requests <= 0 {
+				return 0, false
+			}
+			return float64(pp.Requests) / pp.CPU.Duration.Seconds(), true
+		}
+		busy := func(pp *ProxyProfile) (float64, bool) {
+			if pp.CPU == nil || pp.CPU.Duration <= 0 {
+				return 0, false
+			}
+			return pp.CPU.Total / pp.CPU.Duration.Seconds() * 100, true
+		}
+		ratioRow := func(label, format string, f func(*ProxyProfile) (float64, bool)) {
+			bv, okB := f(bare)
+			sv, okS := f(sy)
+			cell := func(v float64, ok bool) string {
+				if !ok {
+					return "—"
+				}
+				return fmt.Sprintf(format, v)
+			}
+			ratio := "—"
+			if okB && okS && bv > 0 {
+				ratio = fmt.Sprintf("%.2f×", sv/bv)
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", label, cell(bv, okB), cell(sv, okS), ratio)
+		}
+		ratioRow("throughput over the profiles, requests/s (difference: Switchyard ÷ bare)", "%.0f", rate)
+		ratioRow("process CPU busy, % of one core (difference: Switchyard ÷ bare)", "%.0f%%", busy)
 		row("**whole process**", bd.Whole, sd.Whole)
 		row(fmt.Sprintf("the proxy's own request handling: handler cum − upstream exchange cum (`%s` − `%s`; `%s` − `%s`)",
 			short(bare.Handler), short(bare.Upstream), short(sy.Handler), short(sy.Upstream)), bd.Own, sd.Own)

@@ -191,7 +191,11 @@ func (b *bench) underLoad(name string, env []string, during func(pprofURL string
 	if err := b.warmUp(cfg); err != nil {
 		return 0, err
 	}
-	return b.loadDuring(cfg, func() (int64, error) { return during(pprofURL) })
+	n, res, err := b.loadDuring(cfg, func() (int64, error) { return during(pprofURL) })
+	if err != nil {
+		return 0, err
+	}
+	return n, loadErrors(res)
 }
 
 // upstreamRequests is the primary mock's count of requests served.
