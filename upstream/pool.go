@@ -204,8 +204,9 @@ func (p *Pool) newHostClient(u *url.URL, maxConns int, stats *connStats) *fastht
 	dial := p.Dial
 	if dial == nil {
 		// Dual stack: a local server may listen on [::1] only; fasthttp's
-		// plain Dial is tcp4-only.
-		dial = func(a string) (net.Conn, error) { return fasthttp.DialDualStackTimeout(a, dialTimeout) }
+		// plain Dial is tcp4-only. Connected without growing the calling
+		// goroutine's stack (see dialTCP).
+		dial = func(a string) (net.Conn, error) { return dialTCP(a, dialTimeout) }
 	}
 	hc := &fasthttp.HostClient{
 		Addr:  addr,
