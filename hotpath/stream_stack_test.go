@@ -76,6 +76,12 @@ targets:
 	defer srv.Shutdown() //nolint:errcheck
 
 	debug.SetMaxStack(8 << 10)
+	runStreams(t, ln.Addr().String(), release, streams)
+}
+
+// runStreams serves two rounds of streams through the gateway at addr.
+func runStreams(t *testing.T, addr string, release chan<- struct{}, streams int) {
+	var err error
 	body := `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 	send := func(c net.Conn) {
 		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body) //nolint:errcheck
@@ -87,7 +93,7 @@ targets:
 		// (the others are busy); the second reuses them.
 		for i := range cs {
 			if round == 0 {
-				if cs[i], err = net.Dial("tcp4", ln.Addr().String()); err != nil {
+				if cs[i], err = net.Dial("tcp4", addr); err != nil {
 					t.Fatal(err)
 				}
 				defer cs[i].Close()
