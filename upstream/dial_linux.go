@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,10 +27,40 @@ var errNotLiteral = errors.New("not an IP address literal")
 // connect still running at timeout is fasthttp.ErrDialTimeout, as
 // fasthttp's own dialer reports it.
 func dialShallow(addr string, timeout time.Duration) (net.Conn, error) {
-	ap, err := netip.ParseAddrPort(addr)
-	if err != nil || ap.Addr().Zone() != "" {
+	ap, ok := ipLiteral(addr)
+	if !ok {
 		return nil, errNotLiteral
 	}
+	return connectShallow(ap, timeout)
+}
+
+// ipLiteral parses addr as an IP literal host:port without a zone. Not
+// netip.ParseAddrPort, whose 464-byte frame was the deepest of a request's
+// path to its first event.
+func ipLiteral(addr string) (netip.AddrPort, bool) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return netip.AddrPort{}, false
+	}
+	host, port := addr[:i], addr[i+1:]
+	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
+		host = host[1 : len(host)-1]
+	} else if strings.IndexByte(host, ':') >= 0 {
+		return netip.AddrPort{}, false // an IPv6 address needs brackets
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || ip.Zone() != "" {
+		return netip.AddrPort{}, false
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ip, uint16(p)), true
+}
+
+// connectShallow is dialShallow's connect to ap.
+func connectShallow(ap netip.AddrPort, timeout time.Duration) (net.Conn, error) {
 	ip := ap.Addr().Unmap()
 	family := syscall.AF_INET6
 	var sa syscall.Sockaddr

@@ -74,7 +74,7 @@ func TestDialShallowFailures(t *testing.T) {
 	if !errors.Is(err, fasthttp.ErrDialTimeout) || errClass(err) != ClassTransport {
 		t.Errorf("timed out: %v, class %v; want ErrDialTimeout, ClassTransport", err, errClass(err))
 	}
-	for _, a := range []string{"localhost:80", "example.com:443", "[fe80::1%lo]:80", "127.0.0.1"} {
+	for _, a := range []string{"localhost:80", "example.com:443", "[fe80::1%lo]:80", "127.0.0.1", "::1:80", "127.0.0.1:x", "127.0.0.1:70000", "[127.0.0.1:80"} {
 		if _, err := dialShallow(a, time.Second); err != errNotLiteral {
 			t.Errorf("%s: %v, want errNotLiteral", a, err)
 		}
