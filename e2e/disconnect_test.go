@@ -13,10 +13,10 @@ import (
 )
 
 // holdUpstream is an OpenAI-compatible upstream over raw TCP that never
-// finishes an answer: by the request's model it sends nothing ("hold"),
-// only a stream's headers ("sse-headers"), or a stream's headers and one
-// event ("sse-one"); then it waits for the gateway to close the
-// connection and reports when it did.
+// finishes an answer: by the request's model it sends nothing (any other
+// model, e.g. "hold" or "sse-none"), only a stream's headers
+// ("sse-headers"), or a stream's headers and one event ("sse-one"); then it
+// waits for the gateway to close the connection and reports when it did.
 type holdUpstream struct {
 	ln     net.Listener
 	mu     sync.Mutex
@@ -83,17 +83,55 @@ func (u *holdUpstream) n() int {
 	return u.calls
 }
 
+// twoMemberYAML is a gateway whose every chat request (streamed or not)
+// walks the chain [t, spare]: t at base URL %[1]s, with two attempts and a
+// breaker that opens on one counted failure, then spare at %[2]s.
+const twoMemberYAML = `server:
+  listen: 127.0.0.1:0
+  request_timeout: 20s
+  shutdown_timeout: 5s
+log:
+  level: info
+  format: json
+  access_log: true
+strategy:
+  mode: conditional
+  conditions:
+    - key: stream
+      value: "true"
+      target_keys: [t, spare]
+    - key: stream
+      value: "false"
+      target_keys: [t, spare]
+targets:
+  - virtual_key: t
+    provider: openai
+    base_url: %[1]s
+    api_key: sk-t
+    timeout: 15s
+    retry:
+      attempts: 2
+    circuit_breaker:
+      failure_threshold: 1
+  - virtual_key: spare
+    provider: openai
+    base_url: %[2]s
+    api_key: sk-spare
+    timeout: 15s
+`
+
 // TestClientDisconnectCancelsUpstreamCall: a client that hangs up while its
-// call is running (buffered; a stream before its first event; a committed
-// stream while the upstream is silent) has the upstream connection closed
-// within about a second, far before the 15 s attempt timeout; the call is
-// not retried (attempts: 2), it is counted canceled, and the breaker hears
-// nothing (no timeout counted).
+// call is running (buffered; a stream whose upstream withholds even its
+// headers; a stream before its first event; a committed stream while the
+// upstream is silent) has the upstream connection closed within the SPEC's
+// second (plus scheduling slack), far before the 15 s attempt timeout; the
+// call is not retried (attempts: 2) nor failed over to the chain's next
+// member, it is counted canceled, and the breaker hears nothing (no timeout
+// counted).
 func TestClientDisconnectCancelsUpstreamCall(t *testing.T) {
-	u := startHoldUpstream(t)
-	g := startRawGateway(t, "openai", "http://"+u.ln.Addr().String()+"/v1", "sk-t", "15s",
-		"    retry:\n      attempts: 2\n    circuit_breaker:\n      failure_threshold: 1\n")
-	for i, m := range []string{"hold", "sse-headers", "sse-one"} {
+	u, spare := startHoldUpstream(t), startHoldUpstream(t)
+	g := startGatewayYAML(t, fmt.Sprintf(twoMemberYAML, "http://"+u.ln.Addr().String()+"/v1", "http://"+spare.ln.Addr().String()+"/v1"))
+	for i, m := range []string{"hold", "sse-none", "sse-headers", "sse-one"} {
 		stream := m != "hold"
 		c, err := net.Dial("tcp", g.addr)
 		if err != nil {
@@ -122,7 +160,7 @@ func TestClientDisconnectCancelsUpstreamCall(t *testing.T) {
 		case at := <-u.closed:
 			took := at.Sub(left)
 			t.Logf("%s: upstream connection closed %v after the client left", m, took.Round(time.Millisecond))
-			if took > 5*time.Second {
+			if took > 2*time.Second {
 				t.Errorf("%s: cut only after %v", m, took)
 			}
 		case <-time.After(10 * time.Second):
@@ -133,7 +171,7 @@ func TestClientDisconnectCancelsUpstreamCall(t *testing.T) {
 		}
 	}
 	waitFor(t, 5*time.Second, "canceled outcomes counted", func() bool {
-		return g.metric(t, `switchyard_upstream_attempts_total{target="t",outcome="canceled"}`) == "2" &&
+		return g.metric(t, `switchyard_upstream_attempts_total{target="t",outcome="canceled"}`) == "3" &&
 			g.metric(t, `switchyard_streams_total{target="t",outcome="canceled"}`) == "1"
 	})
 	for _, bad := range []string{"timeout", "transport"} {
@@ -143,6 +181,12 @@ func TestClientDisconnectCancelsUpstreamCall(t *testing.T) {
 	}
 	if v := g.metric(t, `switchyard_circuit_state{target="t"}`); v != "0" {
 		t.Errorf("circuit state %s after canceled calls (failure_threshold 1), want 0", v)
+	}
+	if n := spare.n(); n != 0 {
+		t.Errorf("the chain's next member was called %d times after canceled calls", n)
+	}
+	if v := g.metric(t, `switchyard_failovers_total{target="t",reason="canceled"}`); v != "" {
+		t.Errorf("failovers after canceled calls: %s", v)
 	}
 }
 

@@ -50,8 +50,14 @@ type rawGateway struct {
 // startRawGateway starts a one-target gateway (see oneTargetYAML).
 func startRawGateway(t *testing.T, provider, baseURL, key, timeout, extra string) *rawGateway {
 	t.Helper()
+	return startGatewayYAML(t, fmt.Sprintf(oneTargetYAML, provider, baseURL, key, timeout, extra))
+}
+
+// startGatewayYAML starts a gateway with the config yaml.
+func startGatewayYAML(t *testing.T, yaml string) *rawGateway {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "switchyard.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(oneTargetYAML, provider, baseURL, key, timeout, extra)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	g := &rawGateway{logs: &syncBuffer{}}

@@ -39,6 +39,9 @@ type callGuard struct {
 	conn atomic.Pointer[trackedConn]
 	// deadline is the current call's deadline (see roundTripGuarded).
 	deadline time.Time
+	// stream is the connection under the current call's streamed answer,
+	// if any (see streamConn).
+	stream streamConn
 	// peek is the watcher's: the client socket's peeker, made when g joins.
 	peek peeker
 }
@@ -73,6 +76,7 @@ func acquireGuard(c net.Conn) *callGuard {
 // release stops watching and pools g. Once it returns the watcher no longer
 // touches g.
 func (g *callGuard) release() {
+	g.dropStream()
 	if !g.state.CompareAndSwap(guardArmed, guardIdle) {
 		clientWatch.remove(g)
 	} else {

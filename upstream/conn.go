@@ -172,15 +172,6 @@ func trackedOf(c net.Conn) *trackedConn {
 	return nil
 }
 
-// trackedOfAddr returns the trackedConn a Response's local address leads
-// to, or nil.
-func trackedOfAddr(a net.Addr) *trackedConn {
-	if ta, ok := a.(*trackedAddr); ok {
-		return ta.conn
-	}
-	return nil
-}
-
 // discardReason says why a pooled connection was dropped before reuse
 // (switchyard_upstream_conn_discards_total's reason label).
 type discardReason uint8

@@ -137,7 +137,9 @@ func (openAIAdapter) NewStream(c *Call) StreamDecoder {
 	if c.Surface == router.SurfaceResponses {
 		return newEventStream(responsesEvents)
 	}
-	return &sseDecoder{}
+	d := ssePool.Get().(*sseDecoder)
+	*d = sseDecoder{}
+	return d
 }
 
 var parserPool fastjson.ParserPool

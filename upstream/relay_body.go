@@ -41,10 +41,9 @@ type relayBody struct {
 	res    Result
 	laddr  net.Addr
 	client net.Conn
-	// guard is the walk's client watch, upConn the upstream connection it
-	// keeps bound until the stream ends.
-	guard  *callGuard
-	upConn *trackedConn
+	// guard is the walk's client watch; it holds the upstream connection,
+	// bound, until the stream ends (closeStream).
+	guard *callGuard
 
 	// readBy and writeBy are the deadlines last armed on the upstream's
 	// read and the client's write.
@@ -187,7 +186,7 @@ func (s *relayBody) release() {
 	if s.t == nil {
 		return // released already
 	}
-	if !s.guard.unbind(s.upConn) || s.guard.Gone() {
+	if s.guard.Gone() {
 		// The client left: whatever the relay saw after its upstream
 		// connection was closed is no upstream failure.
 		s.class, s.breakerClass = ClassCanceled, ClassCanceled
@@ -210,8 +209,9 @@ func (s *relayBody) release() {
 		s.client.SetWriteDeadline(time.Now().Add(s.t.Timeout)) //nolint:errcheck
 	}
 	// Closing an unfinished body stream closes the connection, which is
-	// how a client disconnect cancels the upstream request.
-	s.resp.CloseBodyStream() //nolint:errcheck
+	// how a client disconnect cancels the upstream request; a finished one
+	// goes back to the pool unless something unsolicited follows it.
+	s.guard.closeStream(s.resp)
 	fasthttp.ReleaseResponse(s.resp)
 	s.br.Reset(nil)
 	readerPool.Put(s.br)
@@ -225,6 +225,7 @@ func (s *relayBody) release() {
 	if ur, ok := s.dec.(usageReporter); ok && s.class == ClassOK {
 		res.Usage = ur.Usage()
 	}
+	releaseDecoder(s.dec)
 	class := s.class
 	*s = relayBody{ended: true, class: class}
 	// The observer's own bug must not crash the process either.

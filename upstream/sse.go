@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"strconv"
+	"sync"
 
 	"github.com/valyala/fastjson"
 )
@@ -25,6 +26,24 @@ type sseDecoder struct {
 
 // Usage implements usageReporter.
 func (d *sseDecoder) Usage() Usage { return d.usage }
+
+// ssePool keeps pass-through decoders between streams: the most common
+// stream would otherwise cost an allocation each.
+var ssePool = sync.Pool{New: func() any { return new(sseDecoder) }}
+
+// release implements pooledDecoder.
+func (d *sseDecoder) release() { ssePool.Put(d) }
+
+// pooledDecoder is a StreamDecoder that goes back to its pool once its
+// stream has ended.
+type pooledDecoder interface{ release() }
+
+// releaseDecoder pools d if it is pooled; d must not be used again.
+func releaseDecoder(d StreamDecoder) {
+	if p, ok := d.(pooledDecoder); ok {
+		p.release()
+	}
+}
 
 var (
 	sseDoneFrame  = []byte("data: [DONE]\n\n")

@@ -31,7 +31,7 @@ type Target struct {
 	state *targetState
 	// secrets are the credentials redacted from client-bound bytes (see
 	// redact); nil when the target has none.
-	secrets [][]byte
+	secrets []secret
 }
 
 // RetryPolicy is a member's retry settings (config.Retry).

@@ -17,10 +17,11 @@ import (
 // idle. That is not a retry: the upstream never saw the request (net/http's
 // "nothing written" rule), so the breaker hears nothing of it.
 //
-// A buffered (non-stream) call made by the walk carries its callGuard as a
-// user value; it is sent by roundTripGuarded, which binds the connection it
-// takes to the guard so that a departed client's call can be cut. A
-// streamed call's connection is bound by the walk once DoDeadline returns.
+// A call made by the walk carries its callGuard as a user value; it is sent
+// by roundTripGuarded, which binds the connection it takes to the guard
+// before the request is written, so that a departed client's call can be
+// cut at any time: while the answer's headers are awaited, and for a stream
+// until its body is closed (callGuard.closeStream).
 type connTransport struct{}
 
 // guardKey is the Request user value key of the walk's callGuard.
@@ -36,7 +37,7 @@ func (connTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 	for i := 0; ; i++ {
 		var retry bool
 		var err error
-		if g != nil && !resp.StreamBody {
+		if g != nil {
 			retry, err = roundTripGuarded(hc, req, resp, g)
 		} else {
 			retry, err = fasthttp.DefaultTransport.RoundTrip(hc, req, resp)
@@ -47,10 +48,12 @@ func (connTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 	}
 }
 
-// roundTripGuarded is fasthttp's transport for a buffered answer (the same
-// steps through HostClient's exported connection API), with the connection
-// bound to g while the request is written and the answer read. g.deadline
-// is the call's deadline (what DoDeadline turned into req's timeout).
+// roundTripGuarded is fasthttp's transport (the same steps through
+// HostClient's exported connection API), with the connection bound to g
+// while the request is written and the answer read. A streamed answer's
+// connection stays bound and held by g (holdStream) once its headers are
+// read. g.deadline is the call's deadline (what DoDeadline turned into
+// req's timeout).
 func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, g *callGuard) (bool, error) {
 	deadline := g.deadline
 	cc, err := hc.AcquireConn(time.Until(deadline), req.ConnectionClose())
@@ -100,22 +103,20 @@ func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fast
 	}
 	br := hc.AcquireReader(conn)
 	err = resp.ReadLimitBody(br, hc.MaxResponseBodySize)
-	hc.ReleaseReader(br)
-	kept := g.unbind(tc) // false: the watcher closed it
 	if err != nil {
+		g.unbind(tc)
+		hc.ReleaseReader(br)
 		hc.CloseConn(cc)
 		return err != fasthttp.ErrBodyTooLarge, err
 	}
-	if !kept || req.ConnectionClose() || resp.ConnectionClose() {
-		hc.CloseConn(cc)
-	} else if r := tlsLeftover(conn, tc); r != discardNone {
-		if tc != nil && tc.stats != nil {
-			tc.stats.add(r)
-		}
-		hc.CloseConn(cc)
-	} else {
-		hc.ReleaseConn(cc)
+	if resp.StreamBody && resp.BodyStream() != nil {
+		// The body stream reads br: both, and the connection, are the
+		// walk's until it closes the stream.
+		g.holdStream(hc, cc, br, tc, req, resp)
+		return false, nil
 	}
+	kept := g.unbind(tc) // false: the watcher closed it
+	putConn(hc, cc, br, tc, kept && !req.ConnectionClose() && !resp.ConnectionClose())
 	return false, nil
 }
 
@@ -129,7 +130,8 @@ var pastDeadline = time.Unix(1, 0)
 // read as the next request's answer: one client would get another's. A read
 // that must not wait finds it (a record already pulled in is decrypted
 // without touching the socket); a plain connection keeps nothing between
-// answers (fasthttp resets its reader). tc lends the one-byte buffer.
+// answers but its reader's buffer, which putConn checks. tc lends the
+// one-byte buffer.
 func tlsLeftover(conn net.Conn, tc *trackedConn) discardReason {
 	c, ok := conn.(*tls.Conn)
 	if !ok || tc == nil {

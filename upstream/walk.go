@@ -434,18 +434,15 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	err := t.client().DoDeadline(req, resp, attemptDeadline)
 	w.now = w.clk.now()
 	fasthttp.ReleaseRequest(req) // written: the body is not needed any more
-	if err == nil && w.call.Stream {
-		// A streamed answer's connection is known now: bind it, so the
-		// client leaving cuts the first event's wait and the relay.
-		g.bind(trackedOfAddr(resp.LocalAddr()))
-	}
+	// A streamed answer's connection stays bound to g (the transport bound
+	// it before the request went out): the client leaving cuts the first
+	// event's wait and the relay. Every way out closes it with closeStream.
 	if g.Gone() {
 		// The client left during the call (its connection was closed) or
 		// before it: nobody reads the answer. Neutral for the breaker, no
 		// retry, no failover.
 		if err == nil && w.call.Stream {
-			g.unbind(trackedOfAddr(resp.LocalAddr()))
-			resp.CloseBodyStream() //nolint:errcheck // the connection is closed
+			g.closeStream(resp)
 		}
 		o = outcome{class: ClassCanceled}
 		w.done(t, ticket, o, t0)
@@ -458,7 +455,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	}
 	status := resp.StatusCode()
 	if status < 200 || status > 299 {
-		body := errorBody(resp)
+		body := errorBody(resp, g.body(resp))
 		class, env := ad.ClassifyError(status, &resp.Header, body)
 		o = outcome{class: class, status: status}
 		if class == ClassClient || class == ClassContextLength {
@@ -468,8 +465,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 			o.retryAfter = t.redact(append([]byte(nil), ra...))
 		}
 		if w.call.Stream {
-			g.unbind(trackedOfAddr(resp.LocalAddr()))
-			resp.CloseBodyStream() //nolint:errcheck // read what we needed; the conn is discarded if unread
+			g.closeStream(resp) // pooled if the error body was read whole
 			// A streamed answer's error body is read after DoDeadline
 			// returned the headers, for up to the attempt deadline.
 			w.now = w.clk.now()
@@ -482,8 +478,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	}
 	if w.call.Stream {
 		if encodedStream(resp) {
-			g.unbind(trackedOfAddr(resp.LocalAddr()))
-			resp.CloseBodyStream() //nolint:errcheck // discards the connection
+			g.closeStream(resp) // unread: discards the connection
 			o = outcome{class: ClassTransport}
 			w.done(t, ticket, o, t0)
 			return o, false
@@ -536,11 +531,11 @@ func (w *walk) done(t *Target, ticket Ticket, o outcome, t0 time.Time) {
 const maxErrorBody = 1 << 20
 
 // errorBody returns the body of a non-2xx answer as plain bytes (at most
-// maxErrorBody bytes when streamed), or nil when it is content-coded and
-// cannot be decoded (a streamed one never is): the class then comes from
-// the status alone, and no encoded byte is relayed.
-func errorBody(resp *fasthttp.Response) []byte {
-	s := resp.BodyStream()
+// maxErrorBody bytes when streamed, read from s; s is nil for a buffered
+// answer), or nil when it is content-coded and cannot be decoded (a
+// streamed one never is): the class then comes from the status alone, and
+// no encoded byte is relayed.
+func errorBody(resp *fasthttp.Response, s io.Reader) []byte {
 	if s == nil {
 		b, err := decodedBody(resp)
 		if err != nil {

@@ -3,6 +3,9 @@
 package upstream
 
 import (
+	"io"
+	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,5 +41,44 @@ func TestWalkNonStreamAllocsZero(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(1000, run); allocs != 0 {
 		t.Fatalf("a non-stream walk allocates %v per run", allocs)
+	}
+}
+
+// A whole successful streamed walk (send, first event, commit, relay to the
+// end, the connection back to the pool) allocates nothing: the pass-through
+// decoder is pooled, and the connection held for the stream lives in the
+// walk's pooled callGuard (fasthttp's own transport spent four allocations
+// per stream on its body wrapper and closures).
+func TestWalkStreamAllocs(t *testing.T) {
+	h := newHarness(t)
+	h.constMock("a", []byte("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"))
+	var dials atomic.Int32
+	inner := h.pool.Dial
+	h.pool.Dial = func(addr string) (net.Conn, error) { dials.Add(1); return inner(addr) }
+	ta := h.target("a", nil)
+	call := chatCall(true)
+	chain := []*Target{ta}
+	var rc fasthttp.RequestCtx
+	rc.Request.Header.SetMethod("POST")
+	rc.Request.SetRequestURI("/v1/chat/completions")
+	rc.Response.Header.Set("X-Request-Id", "req-1")
+	deadline := time.Now().Add(time.Minute)
+	run := func() {
+		if res := Walk(&rc, call, chain, deadline, nil); res.Status != 200 || !res.Stream {
+			t.Fatalf("status %d stream %v", res.Status, res.Stream)
+		}
+		if n, err := rc.Response.BodyStream().(io.WriterTo).WriteTo(io.Discard); err != nil || n == 0 {
+			t.Fatalf("relayed %d bytes: %v", n, err)
+		}
+		rc.Response.CloseBodyStream() //nolint:errcheck // as fasthttp's server does once written
+	}
+	for i := 0; i < 100; i++ {
+		run()
+	}
+	if allocs := testing.AllocsPerRun(1000, run); allocs != 0 {
+		t.Fatalf("a streamed walk allocates %v per run", allocs)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d connections for sequential streams, want 1 (pooled after each)", n)
 	}
 }

@@ -29,7 +29,7 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	dec := ad.NewStream(w.call)
 	surface := w.call.Surface
 	br := readerPool.Get().(*bufio.Reader)
-	src := resp.BodyStream()
+	src := w.guard.body(resp)
 	if src == nil {
 		// A 2xx without a body (204, 205): fasthttp gives no stream. The
 		// decoder then sees an empty stream, a transport failure, and the
@@ -43,16 +43,16 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	// the read.
 	frame, err := dec.Next((*buf)[:0], br)
 	w.now = w.clk.now() // the first event may take long: done and TTFB need this
-	upConn := trackedOfAddr(resp.LocalAddr())
 	if err != nil && err != io.EOF {
 		o := streamFailure(err, surface)
 		o.status = max(o.status, 0)
 		o.envelope = t.redact(o.envelope)
-		if w.guard.unbind(upConn); w.guard.Gone() {
+		if w.guard.Gone() {
 			// The client left while the first event was awaited.
 			o = outcome{class: ClassCanceled}
 		}
-		resp.CloseBodyStream() //nolint:errcheck // discards the connection if unread
+		w.guard.closeStream(resp) // unread: discards the connection
+		releaseDecoder(dec)
 		br.Reset(nil)
 		readerPool.Put(br)
 		*buf = frame[:0]
@@ -80,9 +80,9 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	sb := relayBodyPool.Get().(*relayBody)
 	*sb = relayBody{t: t, surface: surface, ticket: ticket, resp: resp, dec: dec, br: br, buf: buf, frame: frame, err: err,
 		obs: w.obs, clk: w.clk, start: w.start, res: w.res, laddr: resp.LocalAddr(), client: clientConn(rc),
-		guard: w.guard, upConn: upConn}
+		guard: w.guard}
 	// From here the body owns the ticket, the slot, resp, br, buf and the
-	// client watch (which keeps the upstream connection bound: the client
+	// client watch with the upstream connection it holds bound (the client
 	// leaving cuts a silent upstream's read).
 	w.pending = false
 	w.guard = nil

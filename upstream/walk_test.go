@@ -161,7 +161,7 @@ func TestWalkFinalErrorMapping(t *testing.T) {
 
 func TestWalkRequestDeadlineGives504AndStops(t *testing.T) {
 	h := newHarness(t)
-	h.mock("a", func(ctx *fasthttp.RequestCtx, _ int) { time.Sleep(300 * time.Millisecond) })
+	h.mock("a", func(ctx *fasthttp.RequestCtx, _ int) { time.Sleep(time.Second) })
 	b := h.mock("b", ok("b"))
 	rc, res := h.walk(chatCall(false), []*Target{h.target("a", nil), h.target("b", nil)}, 60*time.Millisecond, nil)
 	if rc.Response.StatusCode() != 504 || res.Class != ClassTimeout {

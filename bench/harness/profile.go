@@ -175,6 +175,9 @@ type Profile struct {
 	Commands string
 	// Notes are problems met on the way, one bullet each.
 	Notes []string
+	// Pair, when set, is the side-by-side CPU profile of the bare proxy
+	// and Switchyard, written after the rest.
+	Pair *ProfilePair
 }
 
 // OwnCPU is Switchyard's own request handling in the CPU profile: cum of
@@ -193,6 +196,13 @@ func (p *Profile) OwnCPU() (float64, bool) {
 }
 
 func (p *Profile) write(b *strings.Builder) {
+	p.writeOwn(b)
+	if p.Pair != nil {
+		p.Pair.write(b)
+	}
+}
+
+func (p *Profile) writeOwn(b *strings.Builder) {
 	if p.Err != "" {
 		fmt.Fprintf(b, "Not profiled: %s\n\n", truncate(p.Err, 200))
 		return

@@ -3,6 +3,9 @@
 // "listening http://ADDR". With -metrics ADDR it also serves the Go runtime
 // counters (go_memstats_mallocs_total, ...) in Prometheus text format on
 // ADDR/metrics, on a separate listener so the proxied path stays untouched.
+// With -pprof ADDR it serves net/http/pprof under ADDR/debug/pprof/, again
+// on a listener of its own (the benchmark's Profiles section profiles the
+// bare proxy next to Switchyard); without it no such listener exists.
 // -reduce-memory turns on fasthttp's ReduceMemoryUsage, for comparing the
 // memory of idle connections with Switchyard's server.reduce_memory_usage.
 package main
@@ -11,6 +14,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,6 +33,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
 	upstream := flag.String("upstream", "", "upstream host:port (an http:// URL is accepted; its path is ignored)")
 	metricsAddr := flag.String("metrics", "", "optional address serving Go runtime metrics on /metrics")
+	pprofAddr := flag.String("pprof", "", "optional address serving net/http/pprof on /debug/pprof/ (off unless given)")
 	reduceMemory := flag.Bool("reduce-memory", false, "set fasthttp's Server.ReduceMemoryUsage (as Switchyard's server.reduce_memory_usage does)")
 	flag.Parse()
 	up := strings.TrimPrefix(*upstream, "http://")
@@ -57,6 +63,12 @@ func main() {
 			log.Fatal().Err(err).Str("metrics", *metricsAddr).Msg("metrics listener failed")
 		}()
 	}
+	if *pprofAddr != "" {
+		go func() {
+			err := http.ListenAndServe(*pprofAddr, pprofMux())
+			log.Fatal().Err(err).Str("pprof", *pprofAddr).Msg("pprof listener failed")
+		}()
+	}
 	fmt.Println("listening http://" + ln.Addr().String())
 	log.Info().Str("addr", ln.Addr().String()).Str("upstream", up).Msg("bare proxy ready")
 
@@ -64,4 +76,17 @@ func main() {
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
 	_ = srv.Shutdown()
+}
+
+// pprofMux serves net/http/pprof's handlers on a mux of its own (the
+// package also registers them on http.DefaultServeMux, which nothing here
+// serves).
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"testing"
 
@@ -36,6 +37,17 @@ func TestGeneratedConfigsLoad(t *testing.T) {
 	}
 	if !c.Server.ReduceMemoryUsage || c.Server.Listen != "127.0.0.1:18082" || len(c.Strategy.Conditions) != 1 {
 		t.Fatalf("reduce_memory_usage config: %+v, %d rules", c.Server, len(c.Strategy.Conditions))
+	}
+
+	// The client-keys row: the key every scenario presents is the one
+	// configured, so that row measures accepted requests, not 401s.
+	y = gatewayYAML("127.0.0.1:18083", false, []gwTarget{{name: "primary", baseURL: "http://127.0.0.1:9001/v1"}}, rules[:1]) + clientKeysYAML
+	c, err = config.Parse("keys.yaml", []byte(y), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Auth.Keys) != 1 || c.Auth.Keys[0].Digest != sha256.Sum256([]byte(benchClientKey)) || authHeader[0][1] != "Bearer "+benchClientKey {
+		t.Fatalf("client-keys config: %+v", c.Auth)
 	}
 
 	y = gatewayYAML("127.0.0.1:18081", false, []gwTarget{

@@ -135,6 +135,9 @@ func (b *bench) startSwitchyard(name string, reduceMemory bool, targets []gwTarg
 type gwProc struct {
 	bin string
 	env []string
+	// appendYAML is appended to the generated config (a top-level block
+	// such as auth).
+	appendYAML string
 }
 
 // startSwitchyardProc is startSwitchyard for the binary and environment gp.
@@ -162,7 +165,7 @@ func (b *bench) startSwitchyardOnce(gp gwProc, name string, reduceMemory bool, t
 	if err != nil {
 		return nil, err
 	}
-	yaml := gatewayYAML(addr, reduceMemory, targets, rules)
+	yaml := gatewayYAML(addr, reduceMemory, targets, rules) + gp.appendYAML
 	file := filepath.Join(b.tmp, strings.NewReplacer(" ", "-", ",", "").Replace(name)+".yaml")
 	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 		return nil, err
@@ -208,6 +211,20 @@ func gatewayYAML(addr string, reduceMemory bool, targets []gwTarget, rules [][2]
 }
 
 func (b *bench) mockURL(p *harness.Proc) string { return "http://" + p.Addr + "/v1" }
+
+// clientKeysYAML makes the gateway require the key every scenario's
+// authHeader presents (SPEC §7), so the keyed row pays for reading,
+// hashing and looking it up and for the key's metrics.
+const clientKeysYAML = "auth:\n  keys:\n    - name: bench\n      key: " + benchClientKey + "\n"
+
+// oneRuleKeys is oneRule with client keys required.
+func (b *bench) oneRuleKeys(upstream *harness.Proc) (*proxy, error) {
+	if b.syErr != "" {
+		return nil, fmt.Errorf("%s", b.syErr)
+	}
+	return b.startSwitchyardProc(gwProc{bin: b.syBin, appendYAML: clientKeysYAML}, "1-rule-keys", false,
+		[]gwTarget{{name: "primary", baseURL: b.mockURL(upstream)}}, oneRuleRules)
+}
 
 func (b *bench) oneRule(upstream *harness.Proc) (*proxy, error) {
 	return b.oneRuleWith(upstream, false)

@@ -43,6 +43,7 @@ func (b *bench) profile(root string) {
 	b.rep.Profile = prof
 	if b.pprofErr != "" {
 		prof.Err = b.pprofErr
+		prof.Pair = &harness.ProfilePair{Title: "CPU side by side", Err: b.pprofErr}
 		return
 	}
 	dir := b.o.profileDir
@@ -56,6 +57,9 @@ func (b *bench) profile(root string) {
 		prof.Err = "profile directory: " + firstLine(err.Error())
 		return
 	}
+	// The side-by-side comparison of the bare proxy and Switchyard comes
+	// last, after the log line naming dir.
+	defer b.profilePair(root, dir, prof)
 	allocSec := max(1, sec/2)
 	prof.Setup = fmt.Sprintf("Switchyard with the 1-rule config, built with `go build -tags pprof` (pprof.go serves net/http/pprof on `$SWITCHYARD_PPROF_LISTEN`; every measured row above uses the normal build), %s with GOMAXPROCS=1 like the other Switchyard rows, under the 1-rule row's closed-loop load (%d connections, the same request), after a %v warm-up. "+
 		"CPU: `/debug/pprof/profile?seconds=%d` (%d s). "+
@@ -184,34 +188,14 @@ func (b *bench) underLoad(name string, env []string, during func(pprofURL string
 		return 0, fmt.Errorf("pprof listener: %w", err)
 	}
 	cfg := load.Config{URL: "http://" + p.addr + chatPath, Body: chatBody, Headers: authHeader, Connections: b.o.conns, Timeout: 30 * time.Second}
-	cfg.Duration = b.o.warmup
-	if res, err := load.Run(b.ctx, cfg); err != nil || res.Completed == 0 {
-		why := "no request completed"
-		if err != nil {
-			why = err.Error()
-		} else if res.FirstError != "" {
-			why = res.FirstError
-		}
-		return 0, fmt.Errorf("warm-up failed: %s", why)
+	if err := b.warmUp(cfg); err != nil {
+		return 0, err
 	}
-	ctx, cancel := context.WithCancel(b.ctx)
-	done := make(chan *load.Result, 1)
-	cfg.Duration = time.Hour // ended by cancel
-	go func() {
-		res, _ := load.Run(ctx, cfg)
-		done <- res
-	}()
-	time.Sleep(500 * time.Millisecond) // connections open, steady state
-	n, err := during(pprofURL)
-	cancel()
-	res := <-done
+	n, res, err := b.loadDuring(cfg, func() (int64, error) { return during(pprofURL) })
 	if err != nil {
 		return 0, err
 	}
-	if res != nil && res.Errors > 0 {
-		return n, fmt.Errorf("%d load errors during the profile: %s", res.Errors, res.FirstError)
-	}
-	return n, nil
+	return n, loadErrors(res)
 }
 
 // upstreamRequests is the primary mock's count of requests served.

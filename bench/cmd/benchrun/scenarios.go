@@ -17,7 +17,7 @@ import (
 var (
 	chatBody   = []byte(`{"model":"bench-model","messages":[{"role":"user","content":"Say hello"}]}`)
 	streamBody = []byte(`{"model":"bench-model","stream":true,"messages":[{"role":"user","content":"Say hello"}]}`)
-	authHeader = [][2]string{{"Authorization", "Bearer bench-client-key"}}
+	authHeader = [][2]string{{"Authorization", "Bearer " + benchClientKey}}
 )
 
 const chatPath = "/v1/chat/completions"
@@ -28,6 +28,7 @@ const (
 	rowBare        = "bare proxy"
 	rowSy1         = "Switchyard, 1 rule"
 	rowSy10k       = "Switchyard, 10,000 rules"
+	rowSyKeys      = "Switchyard, 1 rule, client keys"
 	rowFailEvery   = "Switchyard failover, primary 503 every request"
 	rowFailOpen    = "Switchyard failover, primary circuit open"
 	rowDirectSSE   = "direct to mock (SSE)"
@@ -37,6 +38,7 @@ const (
 	seriesSy1      = "Switchyard 1 rule"
 	seriesSy10k    = "Switchyard 10k rules"
 	upstreamAPIKey = "bench-upstream-key"
+	benchClientKey = "bench-client-key"
 )
 
 // bench holds the state of one benchmark run. Not safe for concurrent use.
@@ -100,6 +102,7 @@ func (b *bench) scenarios() {
 		direct(add(rowDirect, false, "", ""), b.primary, chatBody),
 		b.viaProxy(add(rowBare, false, rowDirect, ""), chatBody, func() (*proxy, error) { return b.startBare(b.primary.Addr) }),
 		b.viaProxy(add(rowSy1, false, rowDirect, rowBare), chatBody, func() (*proxy, error) { return b.oneRule(b.primary) }),
+		b.viaProxy(add(rowSyKeys, false, rowDirect, rowBare), chatBody, func() (*proxy, error) { return b.oneRuleKeys(b.primary) }),
 		b.viaProxy(add(rowSy10k, false, rowDirect, rowBare), nil, func() (*proxy, error) {
 			p, body, err := b.manyRulesURL(b.mockURL(b.primary))
 			body10k = body
