@@ -204,26 +204,37 @@ func (p *Pool) newHostClient(u *url.URL, maxConns int, stats *connStats) *fastht
 	dial := p.Dial
 	if dial == nil {
 		// Dual stack: a local server may listen on [::1] only; fasthttp's
-		// plain Dial is tcp4-only.
-		dial = func(a string) (net.Conn, error) { return fasthttp.DialDualStackTimeout(a, dialTimeout) }
+		// plain Dial is tcp4-only. Connected without growing the calling
+		// goroutine's stack (see dialTCP).
+		dial = func(a string) (net.Conn, error) { return dialTCP(a, dialTimeout) }
 	}
-	hc := &fasthttp.HostClient{
+	connect := func(a string) (net.Conn, error) {
+		c, err := dial(a)
+		if err != nil {
+			return nil, err
+		}
+		tc := newTrackedConn(c, stats)
+		tc.tls = isTLS
+		return tc, nil
+	}
+	var hc *fasthttp.HostClient
+	hc = &fasthttp.HostClient{
 		Addr:  addr,
 		IsTLS: isTLS,
-		// TLS: verify the provider's certificate against its host name.
-		TLSConfig: &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12},
+		// TLS: verify the provider's certificate against its host name;
+		// resume sessions, as fasthttp's own handshake would.
+		TLSConfig: &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12,
+			ClientSessionCache: tls.NewLRUClientSessionCache(0)},
 		// Dial wraps every connection so the walk can lift the attempt
 		// deadline once a stream has committed, a reused connection is
 		// checked before it carries a request, and a departed client's
-		// call can be cut (see trackedConn).
+		// call can be cut (see trackedConn). A TLS connection's handshake
+		// runs off the calling goroutine too (see connectTLS).
 		Dial: func(a string) (net.Conn, error) {
-			c, err := dial(a)
-			if err != nil {
-				return nil, err
+			if isTLS {
+				return connectTLS(hc, a, func() (net.Conn, error) { return connect(a) })
 			}
-			tc := newTrackedConn(c, stats)
-			tc.tls = isTLS
-			return tc, nil
+			return connect(a)
 		},
 		// A stale pooled connection is swapped for another before the
 		// request is written (see connTransport).

@@ -30,7 +30,10 @@ type streamsRow struct {
 	res            *load.Result
 	cpu            float64 // proxy CPU seconds over the run
 	rssIdle, rssAt int64   // proxy VmRSS before the run and mid-run
-	skipped        string
+	// the Go runtime's view mid-run minus before, per stream (logged):
+	// goroutine stacks and heap in use
+	stackPer, heapPer int64
+	skipped           string
 }
 
 func (r *streamsRow) cpuPerEvent() (time.Duration, bool) {
@@ -85,6 +88,7 @@ func (b *bench) longRun(r *streamsRow, start func() (*proxy, error)) {
 	defer p.stop()
 	pid := p.proc.PID()
 	r.rssIdle, _ = harness.MemStatus(pid, "VmRSS")
+	stack0, heap0, ok0 := runtimeMemory(p.metricsURL)
 	cpu0, err0 := harness.CPUSeconds(pid)
 	done := make(chan *load.Result, 1)
 	go func() {
@@ -99,6 +103,10 @@ func (b *bench) longRun(r *streamsRow, start func() (*proxy, error)) {
 	select {
 	case <-time.After(longRun / 2):
 		r.rssAt, _ = harness.MemStatus(pid, "VmRSS")
+		// After /proc, so the scrape's own memory is not in the RSS.
+		if stack1, heap1, ok := runtimeMemory(p.metricsURL); ok && ok0 {
+			r.stackPer, r.heapPer = (stack1-stack0)/int64(r.streams), (heap1-heap0)/int64(r.streams)
+		}
 	case <-b.ctx.Done():
 	}
 	r.res = <-done
@@ -110,7 +118,17 @@ func (b *bench) longRun(r *streamsRow, start func() (*proxy, error)) {
 		return
 	}
 	b.log.Info().Str("scenario", r.name).Int64("streams", r.res.Completed).Int64("events", r.res.Events).Str("first_error", r.res.FirstError).
-		Int64("errors", r.res.Errors).Msg("measured")
+		Int64("errors", r.res.Errors).Str("stacks_per_stream", harness.FormatBytes(r.stackPer)).
+		Str("heap_inuse_per_stream", harness.FormatBytes(r.heapPer)).Msg("measured")
+}
+
+// runtimeMemory scrapes a proxy's goroutine stacks and heap in use.
+func runtimeMemory(url string) (stack, heap int64, ok bool) {
+	v, found, err := harness.ScrapeSamples(url, "go_memstats_stack_inuse_bytes", "go_memstats_heap_inuse_bytes")
+	if err != nil || !found[0] || !found[1] {
+		return 0, 0, false
+	}
+	return int64(v[0]), int64(v[1]), true
 }
 
 // longStreamsSection renders the scenario's table and ratio checks.
