@@ -116,7 +116,11 @@ func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fast
 		return false, nil
 	}
 	kept := g.unbind(tc) // false: the watcher closed it
-	putConn(hc, cc, br, tc, kept && !req.ConnectionClose() && !resp.ConnectionClose())
+	// After a 101 the connection no longer speaks HTTP/1.1 (fasthttp reads
+	// it as a final answer without a body): whatever the upstream sends on
+	// it next, A's real answer say, would be the next request's answer.
+	switched := resp.StatusCode() == fasthttp.StatusSwitchingProtocols
+	putConn(hc, cc, br, tc, kept && !switched && !req.ConnectionClose() && !resp.ConnectionClose())
 	return false, nil
 }
 
