@@ -17,8 +17,12 @@ vet:
 staticcheck:
 	$(STATICCHECK) ./...
 
+# test runs the race-detector suite, then the zero-allocation and
+# stack-depth tests once more without -race: they are built only without it
+# (the race detector allocates and deepens stacks), so -race alone skips them.
 test: vet staticcheck
 	$(GO) test -race -shuffle=on -timeout 15m ./...
+	$(GO) test -count=1 -run 'Alloc|ReuseBuffers|CommittedStreamStack' ./...
 
 # demo builds switchyard and the mock upstream, starts four mock providers and
 # the gateway on 127.0.0.1:8080 (demo/demo.yaml), and prints curl commands.
