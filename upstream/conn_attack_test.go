@@ -478,3 +478,40 @@ func TestConnAttackSwitchingProtocolsNotPooled(t *testing.T) {
 		}
 	}
 }
+
+// A departed client's guard aborts each connection bound to it, which the
+// transport then takes for a stale one: it must stop there, not close the
+// target's idle connections one by one and dial a fresh one to abort too
+// (review: the pool emptied by one departure).
+func TestGoneGuardDoesNotDrainPool(t *testing.T) {
+	h := newHarness(t)
+	h.mock("a", ok("a"))
+	var dials atomic.Int32
+	inner := h.pool.Dial
+	h.pool.Dial = func(addr string) (net.Conn, error) { dials.Add(1); return inner(addr) }
+	ta := h.target("a", nil)
+	if rc, _ := h.walk(chatCall(false), []*Target{ta}, 5*time.Second, nil); rc.Response.StatusCode() != 200 {
+		t.Fatalf("warm-up: status %d", rc.Response.StatusCode())
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("warm-up dialed %d connections, want 1", n)
+	}
+
+	g := acquireGuard(nil)
+	defer g.release()
+	g.cancelNow() // gone before the transport binds anything
+	g.deadline = time.Now().Add(5 * time.Second)
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	if err := (openAIAdapter{}).BuildRequest(req, &ta.Endpoint, chatCall(false), []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	req.SetUserValue(guardKey, g)
+	if _, err := (connTransport{}).RoundTrip(ta.client(), req, resp); err == nil {
+		t.Fatal("a departed client's call went through")
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d connections dialed in all, want 1: the departed call dialed a fresh one after aborting the idle one", n)
+	}
+}

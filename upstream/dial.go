@@ -46,26 +46,21 @@ func dialAside(addr string, timeout time.Duration) (net.Conn, error) {
 // connectTLS runs connect and a TLS handshake over its connection on a
 // goroutine of its own, and returns the *tls.Conn: fasthttp takes a
 // connection with a Handshake method as TLS already and does not
-// handshake again. The handshake is fasthttp's own (tlsClientHandshake):
-// hc's TLSConfig (with the address's host as ServerName when it names
-// none), bounded by hc.WriteTimeout from before the connect, and
+// handshake again. Like fasthttp's own handshake (tlsClientHandshake) it
+// uses hc's TLSConfig (newHostClient sets its ServerName), is bounded by
+// hc.WriteTimeout from before the connect when that is set, and reports
 // fasthttp.ErrTLSHandshakeTimeout when that cuts it.
-func connectTLS(hc *fasthttp.HostClient, addr string, connect func() (net.Conn, error)) (net.Conn, error) {
+func connectTLS(hc *fasthttp.HostClient, connect func() (net.Conn, error)) (net.Conn, error) {
 	return runAside(func() (net.Conn, error) {
-		deadline := time.Now().Add(hc.WriteTimeout)
+		var deadline time.Time
+		if hc.WriteTimeout > 0 {
+			deadline = time.Now().Add(hc.WriteTimeout)
+		}
 		c, err := connect()
 		if err != nil {
 			return nil, err
 		}
-		cfg := hc.TLSConfig
-		if cfg == nil || cfg.ServerName == "" && !cfg.InsecureSkipVerify {
-			cfg = cfg.Clone()
-			if cfg == nil {
-				cfg = &tls.Config{}
-			}
-			cfg.ServerName, _, _ = net.SplitHostPort(addr)
-		}
-		tc := tls.Client(c, cfg)
+		tc := tls.Client(c, hc.TLSConfig)
 		if err := tc.SetDeadline(deadline); err != nil {
 			c.Close() //nolint:errcheck // failed already
 			return nil, err

@@ -42,7 +42,10 @@ func (connTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 		} else {
 			retry, err = fasthttp.DefaultTransport.RoundTrip(hc, req, resp)
 		}
-		if err == nil || i > hc.MaxConns || !errors.Is(err, errStaleConn) {
+		// A departed client's guard aborts every connection bound to it,
+		// which then reads as stale: going on would close the target's
+		// idle connections one by one, and dial a fresh one to abort.
+		if err == nil || i > hc.MaxConns || !errors.Is(err, errStaleConn) || g != nil && g.Gone() {
 			return retry, err
 		}
 	}
