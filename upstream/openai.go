@@ -265,6 +265,19 @@ func (s *scanner) str() bool {
 
 const maxDepth = 512
 
+// member skips one object member, "key": value, its value at depth.
+func (s *scanner) member(depth int) bool {
+	if !s.str() {
+		return false
+	}
+	s.ws()
+	if !s.eat(':') {
+		return false
+	}
+	s.ws()
+	return s.value(depth)
+}
+
 // value skips one JSON value.
 func (s *scanner) value(depth int) bool {
 	if s.i >= len(s.b) || depth > maxDepth {
@@ -285,17 +298,7 @@ func (s *scanner) value(depth int) bool {
 		}
 		for {
 			s.ws()
-			if c == '{' {
-				if !s.str() {
-					return false
-				}
-				s.ws()
-				if !s.eat(':') {
-					return false
-				}
-				s.ws()
-			}
-			if !s.value(depth + 1) {
+			if c == '{' && !s.member(depth+1) || c == '[' && !s.value(depth+1) {
 				return false
 			}
 			s.ws()

@@ -136,15 +136,7 @@ func topLevelKeyAt(body []byte, at int) bool {
 		if s.i == at {
 			return true
 		}
-		if s.i > at || !s.str() {
-			return false
-		}
-		s.ws()
-		if !s.eat(':') {
-			return false
-		}
-		s.ws()
-		if !s.value(0) {
+		if s.i > at || !s.member(0) {
 			return false
 		}
 		s.ws()
@@ -167,15 +159,7 @@ func (s *scanner) restOfRoot() bool {
 			return false
 		}
 		s.ws()
-		if !s.str() {
-			return false
-		}
-		s.ws()
-		if !s.eat(':') {
-			return false
-		}
-		s.ws()
-		if !s.value(0) {
+		if !s.member(0) {
 			return false
 		}
 	}
