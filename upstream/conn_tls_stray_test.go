@@ -13,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/switchyard/switchyard/config"
 )
 
 // bufConn holds a TLS server's writes so that two responses leave in one
@@ -104,23 +102,7 @@ func tlsStrayBehind(t *testing.T, stream bool) {
 			go serve(raw, first)
 		}
 	}()
-	p := NewPool()
-	ct := config.Target{VirtualKey: "a", Provider: config.ProviderOpenAI, BaseURL: "https://" + ln.Addr().String() + "/v1", APIKey: "sk-aaaaaaaa",
-		Timeout: 5 * time.Second, Retry: config.Retry{Attempts: 1}, Concurrency: config.Concurrency{MaxConcurrency: 4, QueueSize: 4}}
-	tg, err := p.Target(&ct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg.client().TLSConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec
-	tg.client().Dial = func(addr string) (net.Conn, error) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			return nil, err
-		}
-		tc := newTrackedConn(c, &tg.state.conns)
-		tc.tls = true
-		return tc, nil
-	}
+	tg := insecureTLSTarget(t, "https://"+ln.Addr().String()+"/v1", "sk-aaaaaaaa", nil)
 	h := &harness{t: t, clk: realClock}
 	for i, want := range []string{"TENANT_A", "TENANT_B"} {
 		time.Sleep(100 * time.Millisecond) // the stray has arrived

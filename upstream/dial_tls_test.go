@@ -51,16 +51,7 @@ func tlsTarget(t *testing.T, srv *httptest.Server) *Target {
 // buffered and streamed walks.
 func TestTLSHandshakeRunsAside(t *testing.T) {
 	var calls atomic.Int32
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The walks alternate buffered and streamed calls.
-		if calls.Add(1)%2 == 0 {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = w.Write([]byte("data: {\"id\":\"c\",\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"))
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"id":"a","object":"chat.completion","choices":[]}`))
-	}))
+	srv := httptest.NewTLSServer(alternatingAnswers(&calls))
 	t.Cleanup(srv.Close)
 	tg := tlsTarget(t, srv)
 	var handshakeOn string
@@ -136,4 +127,47 @@ func TestTLSHandshakeFailures(t *testing.T) {
 	if _, err := tg2.client().Dial(tg2.client().Addr); !errors.Is(err, fasthttp.ErrTLSHandshakeTimeout) {
 		t.Fatalf("silent server: %v, want ErrTLSHandshakeTimeout", err)
 	}
+}
+
+// alternatingAnswers answers the walks' calls in turn with a buffered
+// chat completion and a one-event stream, counting them in calls.
+func alternatingAnswers(calls *atomic.Int32) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1)%2 == 0 {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("data: {\"id\":\"c\",\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"a","object":"chat.completion","choices":[]}`))
+	})
+}
+
+// insecureTLSTarget is a Target of the https server at baseURL that trusts
+// its certificate unchecked and dials plain TCP into a tracked connection
+// (fasthttp then handshakes), counting dials in dials when not nil.
+func insecureTLSTarget(t *testing.T, baseURL, apiKey string, dials *atomic.Int32) *Target {
+	t.Helper()
+	tg, err := NewPool().Target(&config.Target{
+		VirtualKey: "a", Provider: config.ProviderOpenAI, BaseURL: baseURL, APIKey: apiKey,
+		Timeout: 5 * time.Second, Retry: config.Retry{Attempts: 1},
+		Concurrency: config.Concurrency{MaxConcurrency: 4, QueueSize: 4},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.client().TLSConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the test server's own certificate
+	tg.client().Dial = func(addr string) (net.Conn, error) {
+		if dials != nil {
+			dials.Add(1)
+		}
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := newTrackedConn(c, &tg.state.conns)
+		tc.tls = true
+		return tc, nil
+	}
+	return tg
 }
