@@ -183,9 +183,9 @@ func (b *bench) underLoad(name string, env []string, during func(pprofURL string
 		return 0, err
 	}
 	defer p.stop()
-	pprofURL := "http://" + paddr + "/debug/pprof"
-	if err := waitHTTP(b.ctx, pprofURL+"/", p.proc, 10*time.Second); err != nil {
-		return 0, fmt.Errorf("pprof listener: %w", err)
+	pprofURL, err := b.pprofReady(p, paddr)
+	if err != nil {
+		return 0, err
 	}
 	cfg := load.Config{URL: "http://" + p.addr + chatPath, Body: chatBody, Headers: authHeader, Connections: b.o.conns, Timeout: 30 * time.Second}
 	if err := b.warmUp(cfg); err != nil {
@@ -196,6 +196,16 @@ func (b *bench) underLoad(name string, env []string, during func(pprofURL string
 		return 0, err
 	}
 	return n, loadErrors(res)
+}
+
+// pprofReady waits for p's pprof listener on paddr and returns its base
+// URL (http://ADDR/debug/pprof).
+func (b *bench) pprofReady(p *proxy, paddr string) (string, error) {
+	url := "http://" + paddr + "/debug/pprof"
+	if err := waitHTTP(b.ctx, url+"/", p.proc, 10*time.Second); err != nil {
+		return "", fmt.Errorf("pprof listener: %w", err)
+	}
+	return url, nil
 }
 
 // upstreamRequests is the primary mock's count of requests served.

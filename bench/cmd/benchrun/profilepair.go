@@ -164,10 +164,10 @@ func (b *bench) startBarePprof() (*proxy, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	url := "http://" + paddr + "/debug/pprof"
-	if err := waitHTTP(b.ctx, url+"/", p.proc, 10*time.Second); err != nil {
+	url, err := b.pprofReady(p, paddr)
+	if err != nil {
 		p.stop()
-		return nil, "", fmt.Errorf("pprof listener: %w", err)
+		return nil, "", err
 	}
 	return p, url, nil
 }
@@ -184,10 +184,10 @@ func (b *bench) startSwitchyardPprof() (*proxy, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	url := "http://" + paddr + "/debug/pprof"
-	if err := waitHTTP(b.ctx, url+"/", p.proc, 10*time.Second); err != nil {
+	url, err := b.pprofReady(p, paddr)
+	if err != nil {
 		p.stop()
-		return nil, "", fmt.Errorf("pprof listener: %w", err)
+		return nil, "", err
 	}
 	return p, url, nil
 }
