@@ -116,7 +116,9 @@ func (g *Gateway) expectContinue(rc *fasthttp.RequestCtx) int {
 	armWrite(rc)
 	st := g.Load()
 	r := routeOf(rc.URI().PathOriginal())
-	if why := screen(rc, st); why != refusedNone {
+	var h head
+	h.scan(&rc.Request.Header)
+	if why := screenHead(rc, st, &h, g.onLoopback(rc)); why != refusedNone {
 		setRequestID(rc)
 		g.refuse(rc, r, why, false)
 		return rc.Response.StatusCode()

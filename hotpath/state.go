@@ -117,6 +117,9 @@ type Gateway struct {
 	// a request loads it once.
 	state    atomic.Pointer[State]
 	draining atomic.Bool
+	// listen is what the served listener's address says of its
+	// connections (listenUnset, ...; see SetListenAddr).
+	listen atomic.Uint32
 
 	// Observer receives walk events (attempts, outcomes) for metrics and
 	// the access log; nil = none. Set before serving; not changed after.
