@@ -35,7 +35,7 @@ type State struct {
 	maxRequestBytes int
 	requestTimeout  time.Duration
 	// allowedHosts and allowedOrigins are Config.Server.AllowedHosts and
-	// AllowedOrigins, lowercased; see screen.
+	// AllowedOrigins, lowercased; see screenHead.
 	allowedHosts, allowedOrigins []string
 	// keys are the client keys by digest; nil without an auth block.
 	keys keyring
