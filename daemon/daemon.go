@@ -185,6 +185,7 @@ func (d *Daemon) Addr() net.Addr {
 func (d *Daemon) Serve(ln net.Listener) error {
 	a := ln.Addr()
 	d.addr.Store(&a)
+	d.gw.SetListenAddr(a)
 	d.log.Info().Str("addr", a.String()).Msg("serving")
 	err := d.srv.Serve(ln)
 	if errors.Is(err, net.ErrClosed) {

@@ -102,6 +102,10 @@ type Call struct {
 	// named client headers (the Messages pass-through's anthropic-version
 	// and anthropic-beta); nil = none. Borrowed like Body.
 	Header *fasthttp.RequestHeader
+	// TraceParent and TraceState are the client's W3C trace headers to
+	// forward, as TraceContext returned them (validated; nil = none).
+	// Borrowed like Body.
+	TraceParent, TraceState []byte
 }
 
 // surfaceAdapter is an Adapter that serves some surface through another
