@@ -38,9 +38,9 @@ type trackedConn struct {
 	// check is set for the first write of every request after the first.
 	starts uint32
 	check  bool
-	// lastRead is when the last read returned: the end of the last answer
-	// for a connection back in the pool.
-	lastRead time.Time
+	// lastRead is when the last read returned (nanotime; 0: never): the
+	// end of the last answer for a connection back in the pool.
+	lastRead int64
 	// canceled is set when a callGuard closed the connection because its
 	// client went away.
 	canceled atomic.Bool
@@ -88,7 +88,7 @@ var errStaleConn = errors.New("upstream: pooled connection closed by the peer, u
 func (c *trackedConn) Write(p []byte) (int, error) {
 	if c.check {
 		c.check = false
-		if r := c.stale(time.Now()); r != discardNone {
+		if r := c.stale(nanotime()); r != discardNone {
 			c.stats.add(r)
 			return 0, errStaleConn
 		}
@@ -99,7 +99,7 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 // Read reads into p and notes when it returned.
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	c.lastRead = time.Now()
+	c.lastRead = nanotime()
 	return n, err
 }
 
@@ -110,11 +110,11 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 // trusted even when the peek finds it open. Bytes waiting on an idle
 // connection are nobody's answer (a stray response, a close_notify):
 // reading them as the next answer would hand one client another's.
-func (c *trackedConn) stale(now time.Time) discardReason {
+func (c *trackedConn) stale(now int64) discardReason {
 	if c.canceled.Load() {
 		return discardClosed // closed under a departed client's call
 	}
-	if !c.lastRead.IsZero() && now.Sub(c.lastRead) >= maxIdleConnDuration {
+	if c.lastRead != 0 && time.Duration(now-c.lastRead) >= maxIdleConnDuration {
 		return discardExpired
 	}
 	switch c.peek.state() {

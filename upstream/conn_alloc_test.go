@@ -2,10 +2,7 @@
 
 package upstream
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // The reuse check of a pooled TCP connection (a peek through
 // RawConn.Control) allocates nothing, so a reused connection's request
@@ -13,7 +10,7 @@ import (
 func TestTrackedConnCheckAllocsZero(t *testing.T) {
 	c, _ := tcpPair(t)
 	tc := newTrackedConn(c, &connStats{})
-	now := time.Now()
+	now := nanotime()
 	if allocs := testing.AllocsPerRun(1000, func() {
 		if tc.stale(now) != discardNone {
 			t.Fatal("a healthy connection found stale")

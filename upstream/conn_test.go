@@ -77,12 +77,12 @@ func TestTrackedConnStale(t *testing.T) {
 		t.Fatalf("a healthy reused connection refused: %v", err)
 	}
 	// Reused after too long idle.
-	tc.lastRead = time.Now().Add(-maxIdleConnDuration)
+	tc.lastRead = nanotime() - int64(maxIdleConnDuration)
 	start(tc)
 	if _, err := tc.Write([]byte("c")); err != errStaleConn || st.discards[discardExpired].Load() != 1 {
 		t.Fatalf("expired: %v, %d", err, st.discards[discardExpired].Load())
 	}
-	tc.lastRead = time.Time{}
+	tc.lastRead = 0
 	// Unsolicited bytes waiting.
 	srv.Write([]byte("HTTP/1.1 200 OK\r\n")) //nolint:errcheck
 	waitPeek(t, tc, peekData)
