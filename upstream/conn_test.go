@@ -8,6 +8,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/switchyard/switchyard/deadline"
 )
 
 // TestTrackedConnFoundThroughTLS proves the walk can reach the raw
@@ -77,7 +79,7 @@ func TestTrackedConnStale(t *testing.T) {
 		t.Fatalf("a healthy reused connection refused: %v", err)
 	}
 	// Reused after too long idle.
-	tc.lastRead = nanotime() - int64(maxIdleConnDuration)
+	tc.lastRead = deadline.Mono() - int64(maxIdleConnDuration)
 	start(tc)
 	if _, err := tc.Write([]byte("c")); err != errStaleConn || st.discards[discardExpired].Load() != 1 {
 		t.Fatalf("expired: %v, %d", err, st.discards[discardExpired].Load())
