@@ -84,6 +84,9 @@ type Endpoint struct {
 	AWSAccessKeyID     string
 	AWSSecretAccessKey string
 	AWSSessionToken    string
+	// uris holds the adapter's fixed request URIs, parsed once (see
+	// prepareURIs); nil in an Endpoint built by hand: parsed per attempt.
+	uris endpointURIs
 }
 
 // Call describes one proxied request; every attempt of a walk shares it.
