@@ -70,6 +70,12 @@ var guardPool = sync.Pool{New: func() any {
 // its timer.
 func acquireGuard(c net.Conn) *callGuard {
 	g := guardPool.Get().(*callGuard)
+	g.start(c)
+	return g
+}
+
+// start readies g for a walk whose client is c.
+func (g *callGuard) start(c net.Conn) {
 	if g.gone.Load() {
 		g.cancel = make(chan struct{})
 		g.gone.Store(false)
@@ -77,7 +83,6 @@ func acquireGuard(c net.Conn) *callGuard {
 	g.client = c
 	g.state.Store(guardArmed)
 	g.arm()
-	return g
 }
 
 // arm makes g's timer fire within watchDelay. A timer its last walk left
@@ -99,6 +104,12 @@ func (g *callGuard) arm() {
 // release stops watching and pools g. Once it returns the watcher no longer
 // touches g.
 func (g *callGuard) release() {
+	g.stop()
+	guardPool.Put(g)
+}
+
+// stop ends g's walk: once it returns the watcher no longer touches g.
+func (g *callGuard) stop() {
 	g.dropStream()
 	// The timer is left pending (see arm): firing for an idle guard does
 	// nothing.
@@ -107,7 +118,6 @@ func (g *callGuard) release() {
 	}
 	g.conn.Store(nil)
 	g.client = nil
-	guardPool.Put(g)
 }
 
 // fire runs on the timer's goroutine: the walk is still running after

@@ -36,7 +36,13 @@ func watcherIdle() bool {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for i := 0; i < 400; i++ {
+	waitWithin(t, 2*time.Second, what, cond)
+}
+
+// waitWithin is waitUntil with a bound of d.
+func waitWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); {
 		if cond() {
 			return
 		}
@@ -102,17 +108,18 @@ func TestGuardReleasedEarlyIsNeverWatched(t *testing.T) {
 // TestGuardTimerKeptAcrossWalks: a guard reused within watchDelay keeps the
 // timer its last walk left pending instead of re-arming it, and a walk on it
 // that runs long is still watched no later than watchDelay after it began.
+// The guard is the test's own, never pooled: other tests' walks must not get
+// it.
 func TestGuardTimerKeptAcrossWalks(t *testing.T) {
 	_, srvSide := tcpPair(t)
-	g := acquireGuard(srvSide)
+	g := guardPool.New().(*callGuard)
+	defer g.timer.Stop()
+	g.start(srvSide)
 	due := g.due
-	g.release()
+	g.stop()
 	time.Sleep(watchDelay / 3)
-	// The same guard again, as the pool hands it out.
-	g.client = srvSide
-	g.state.Store(guardArmed)
 	begun := time.Now()
-	g.arm()
+	g.start(srvSide) // the next walk on the same guard
 	if g.due != due {
 		t.Fatal("a timer pending soon enough was re-armed")
 	}
@@ -120,14 +127,12 @@ func TestGuardTimerKeptAcrossWalks(t *testing.T) {
 	if took := time.Since(begun); took > watchDelay+50*time.Millisecond {
 		t.Fatalf("watched %v after the walk began, want at most about %v", took, watchDelay)
 	}
-	g.release()
+	g.stop()
 	waitUntil(t, "the watcher goroutine to end", watcherIdle)
 	// Once the timer fired, the next walk arms it afresh.
-	g.client = srvSide
-	g.state.Store(guardArmed)
-	g.arm()
+	g.start(srvSide)
 	if g.due == due {
 		t.Fatal("a fired timer was not re-armed")
 	}
-	g.state.Store(guardIdle)
+	g.stop()
 }
