@@ -68,6 +68,18 @@ func (g *callGuard) body(resp *fasthttp.Response) io.Reader {
 	return resp.BodyStream()
 }
 
+// awaitBody returns once the held stream's connection has a byte to read
+// or its read fails, so a stream waiting for its next event holds no
+// buffer of its own meanwhile. The failure is left to the body's next read,
+// which meets it again: deadlines, closes and ends persist on a connection.
+// Without a held stream, or with bytes already buffered, it returns at once.
+func (g *callGuard) awaitBody() {
+	s := &g.stream
+	if s.hc != nil && !s.eof && !s.failed && s.br.Buffered() == 0 {
+		s.br.Peek(1) //nolint:errcheck // see above
+	}
+}
+
 // closeStream closes resp's body stream and gives its connection back: to
 // the pool only when the body was read to its end, the guard still owns the
 // connection (a departed client's was closed), neither side asked
