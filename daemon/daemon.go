@@ -25,6 +25,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/deadline"
 	"github.com/switchyard/switchyard/hotpath"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
@@ -185,8 +186,12 @@ func (d *Daemon) Addr() net.Addr {
 func (d *Daemon) Serve(ln net.Listener) error {
 	a := ln.Addr()
 	d.addr.Store(&a)
+	d.gw.SetListenAddr(a)
 	d.log.Info().Str("addr", a.String()).Msg("serving")
-	err := d.srv.Serve(ln)
+	// Deadlines are armed lazily: a keep-alive request re-arms the
+	// server's read and write timeouts to nearly where the last one left
+	// them (see package deadline).
+	err := d.srv.Serve(deadline.Listener(ln))
 	if errors.Is(err, net.ErrClosed) {
 		return nil
 	}

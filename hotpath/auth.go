@@ -78,34 +78,23 @@ func buildKeys(cfg *config.Config, snap *router.Snapshot) keyring {
 	return ring
 }
 
-// authenticate finds the client key a request presents, read once from
-// the header section as received (RawHeaders, see headers.go: never a
-// trailer field, and every copy of a repeated field is seen). Without auth
-// it returns nil, true. Otherwise it answers 400 for a repeated
-// Authorization or x-api-key header or for both carrying different keys,
-// 401 invalid_api_key for a missing or unknown key, and reports false; the
-// key never appears in an answer. Allocation-free on success.
-func authenticate(rc *fasthttp.RequestCtx, st *State, s router.Surface) (*clientKey, bool) {
+// authenticateHead finds the client key a request presents, read from its
+// header section h (head.scan: never a trailer field, and every copy of a
+// repeated field is counted). Without auth it returns nil, true. Otherwise
+// it answers 400 for a repeated Authorization or x-api-key header or for
+// both carrying different keys, 401 invalid_api_key for a missing or
+// unknown key, and reports false; the key never appears in an answer.
+// Allocation-free on success.
+func authenticateHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, h *head) (*clientKey, bool) {
 	if st.keys == nil {
 		return nil, true
 	}
-	var bearer, apiKey []byte
-	nAuth, nAPIKey := 0, 0
+	nAuth, nAPIKey, apiKey := h.nAuth, h.nAPIKey, h.apiKey
+	var bearer []byte
 	badScheme := false
-	lines := fieldLines{raw: rc.Request.Header.RawHeaders()}
-	for {
-		line, more := lines.next()
-		if !more {
-			break
-		}
-		if v, ok := fieldValue(line, "authorization"); ok {
-			nAuth++
-			tok, ok := bearerToken(v)
-			bearer, badScheme = tok, !ok
-		} else if v, ok := fieldValue(line, "x-api-key"); ok {
-			nAPIKey++
-			apiKey = v
-		}
+	if nAuth > 0 {
+		tok, ok := bearerToken(h.auth)
+		bearer, badScheme = tok, !ok
 	}
 	switch {
 	case nAuth > 1 || nAPIKey > 1:

@@ -3,6 +3,8 @@
 //
 //  1. Load the current State once (state.go); the whole request runs on it,
 //     whatever reloads happen meanwhile. Echo or generate X-Request-Id.
+//     Walk the header section once (head.go): what the screen, the client
+//     key check, the metadata and the trace context need is recorded.
 //     Screen the head (screen.go): doubtful body framing is a 400 with the
 //     connection closed; a foreign Host on a loopback connection or an
 //     Origin not allowed is a 403. Match the route on the raw path.
@@ -10,7 +12,7 @@
 //     stream and tools from the body without decoding the rest; a bad body,
 //     or trailer fields, is a 400.
 //  3. Parse X-Gateway-Metadata (chat-like surfaces only), read once from
-//     the header section as received (headers.go), with the router's
+//     the header section as received (the one pass), with the router's
 //     parser; a bad or repeated header is a 400. Errors on the messages
 //     surface are in Anthropic's envelope (errors.go).
 //  4. Route: the router's first matching rule names a chain (or the

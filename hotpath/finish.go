@@ -51,7 +51,7 @@ func acquireTracker(g *Gateway, rc *fasthttp.RequestCtx, s router.Surface, sc *s
 	tr.start = rc.Time()
 	tr.reqID = append(tr.reqID[:0], rc.Response.Header.Peek(headerRequestID)...)
 	tr.model = append(tr.model[:0], sc.peek.Model...)
-	tr.traceID = append(tr.traceID[:0], upstream.TraceID(&rc.Request.Header)...)
+	tr.traceID = append(tr.traceID[:0], upstream.TraceIDOf(sc.call.TraceParent)...)
 	tr.names = tr.names[:0]
 	tr.ends.Store(0)
 	tr.entry = telemetry.Entry{

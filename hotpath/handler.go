@@ -126,11 +126,15 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	//
 	// Routes are matched on the path as sent, not as fasthttp decodes and
 	// normalizes it: /v1/images%2Fgenerations is not the images surface.
-	// The head is screened (framing, Host, Origin: see screen) before
-	// anything else reads it.
+	// The head is screened (framing, Host, Origin: see screenHead) before
+	// anything else reads it. Its header section is walked once, here: the
+	// screen, the client key, the metadata and the trace context all read
+	// what that pass found.
 	st := g.Load() // once: the whole request runs on this config
 	r := routeOf(rc.URI().PathOriginal())
-	if why := screen(rc, st); why != refusedNone {
+	var h head
+	h.scan(&rc.Request.Header)
+	if why := screenHead(rc, st, &h, g.onLoopback(rc)); why != refusedNone {
 		g.refuse(rc, r, why, true)
 		return
 	}
@@ -146,7 +150,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
 		}
-		g.proxy(rc, st, s, r == routeCountTokens)
+		g.proxy(rc, st, s, r == routeCountTokens, &h)
 		return
 	}
 	// The gateway's own endpoints answer GET (and HEAD, which fasthttp
@@ -164,7 +168,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 		}
 		body := st.ModelsBody
 		if st.keys != nil { // the list the key can route, in OpenAI's shape
-			k, ok := authenticate(rc, st, router.SurfaceChat)
+			k, ok := authenticateHead(rc, st, router.SurfaceChat, &h)
 			if !ok {
 				return
 			}
@@ -219,9 +223,9 @@ type scratch struct {
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
 
 // proxy serves one API request on surface s with State st (countTokens:
-// POST /v1/messages/count_tokens): peek, route, walk, write. Handler has set
-// X-Request-Id and screened the request.
-func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool) {
+// POST /v1/messages/count_tokens) and header section h: peek, route, walk,
+// write. Handler has set X-Request-Id and screened the request.
+func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool, h *head) {
 	if st == nil {
 		writeNoConfig(rc)
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
@@ -229,7 +233,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	}
 	// The key is checked before the body is read: from the header
 	// section only, and a stranger's body is never buffered.
-	key, ok := authenticate(rc, st, s)
+	key, ok := authenticateHead(rc, st, s, h)
 	if !ok {
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 		return
@@ -237,7 +241,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	sc := scratchPool.Get().(*scratch)
 	defer releaseScratch(sc)
 	sc.key = key
-	if !routeRequest(rc, st, s, countTokens, sc) {
+	if !routeHead(rc, st, s, countTokens, sc, h) {
 		g.finishKeyed(rc, s, sc.rule, sc.peek.Model, keyName(key))
 		return
 	}
@@ -258,11 +262,12 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	}
 }
 
-// routeRequest peeks at the request and routes it: it fills sc with the matched
-// rule, the candidates and the Call, sets X-Gateway-Rule, and reports true.
-// On a bad request or when no candidate serves it, it writes the error (in
-// s's envelope) and reports false. It allocates nothing on the success path.
-func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool, sc *scratch) bool {
+// routeHead peeks at the request whose header section is h and routes it:
+// it fills sc with the matched rule, the candidates and the Call, sets
+// X-Gateway-Rule, and reports true. On a bad request or when no candidate
+// serves it, it writes the error (in s's envelope) and reports false. It
+// allocates nothing on the success path.
+func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool, sc *scratch, h *head) bool {
 	sc.rule = telemetry.RuleNotRouted // until Match: refused before routing
 
 	// Peek. The body is held to the limit of st, the State this request
@@ -302,15 +307,14 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTok
 	// Metadata routes chat-like surfaces only; elsewhere the header is
 	// ignored, not even validated (SPEC §4.2). The body is checked first,
 	// so a request with both wrong hears about its body.
-	// It is read from the header section as received, and only once.
+	// It is read from the header section as received (h), and only once.
 	if s.ChatLike() {
-		v, n := headerField(rc.Request.Header.RawHeaders(), headerMetadataLower)
-		if n > 1 {
+		if h.nMeta > 1 {
 			writeSurfaceError(rc, s, fasthttp.StatusBadRequest, headerMetadata+" is sent more than once; send it once",
 				upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 			return false
 		}
-		pairs, err := sc.meta.Parse(v)
+		pairs, err := sc.meta.Parse(h.meta)
 		if err != nil {
 			writeSurfaceError(rc, s, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 			return false
@@ -351,6 +355,7 @@ func routeRequest(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTok
 	}
 
 	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens}
+	sc.call.TraceParent, sc.call.TraceState = h.trace()
 	if s == router.SurfaceMessages {
 		// The pass-through forwards anthropic-version and anthropic-beta.
 		sc.call.Header = &rc.Request.Header

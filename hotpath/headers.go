@@ -50,24 +50,6 @@ func fieldValue(line []byte, name string) ([]byte, bool) {
 	return trimOWS(line[len(name)+1:]), true
 }
 
-// headerField returns the value of the first field called name (lowercase)
-// in the header section raw, and how many fields of that name it holds.
-func headerField(raw []byte, name string) (value []byte, n int) {
-	s := fieldLines{raw: raw}
-	for {
-		line, ok := s.next()
-		if !ok {
-			return value, n
-		}
-		if v, ok := fieldValue(line, name); ok {
-			if n == 0 {
-				value = v
-			}
-			n++
-		}
-	}
-}
-
 // trimOWS drops the spaces and tabs around b.
 func trimOWS(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {

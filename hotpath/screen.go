@@ -41,48 +41,21 @@ const (
 	codeOriginNotAllowed = "origin_not_allowed"
 )
 
-// screen checks the head of a request against st (nil: no configuration,
-// so no allowed hosts or origins). It allocates nothing.
-func screen(rc *fasthttp.RequestCtx, st *State) refusal {
-	var origin []byte
-	nOrigin, nTE, nCL := 0, 0, 0
-	s := fieldLines{raw: rc.Request.Header.RawHeaders()}
-	for {
-		line, ok := s.next()
-		if !ok {
-			break
-		}
-		if line[0] == ' ' || line[0] == '\t' {
-			return refusedFolding
-		}
-		switch line[0] | 0x20 { // a cheap first look: most fields are none of these
-		case 't':
-			// fasthttp refuses a repeated field and any coding but
-			// chunked and identity; identity is refused here.
-			if v, ok := fieldValue(line, "transfer-encoding"); ok {
-				if nTE++; !equalFoldLower(v, "chunked") {
-					return refusedTransferEncoding
-				}
-			}
-		case 'c':
-			if _, ok := fieldValue(line, "content-length"); ok {
-				nCL++
-			}
-		case 'o':
-			if v, ok := fieldValue(line, "origin"); ok {
-				if nOrigin++; nOrigin == 1 {
-					origin = v
-				}
-			}
-		}
+// screenHead checks the head of a request, h being its header section
+// (head.scan), against st (nil: no configuration, so no allowed hosts or
+// origins); loopback is whether its connection was accepted on a loopback
+// address (Gateway.onLoopback). It allocates nothing.
+func screenHead(rc *fasthttp.RequestCtx, st *State, h *head, loopback bool) refusal {
+	if h.early != refusedNone {
+		return h.early
 	}
-	if nTE > 0 && nCL > 0 {
+	if h.nTE > 0 && h.nCL > 0 {
 		return refusedTEAndLength
 	}
-	if loopbackConn(rc) && (!hostAllowed(rc.Request.Header.Host(), st) || !hostAllowed(rc.URI().Host(), st)) {
+	if loopback && (!hostAllowed(rc.Request.Header.Host(), st) || !hostAllowed(rc.URI().Host(), st)) {
 		return refusedHost
 	}
-	if nOrigin > 0 && (nOrigin > 1 || !originAllowed(origin, st)) {
+	if h.nOrigin > 0 && (h.nOrigin > 1 || !originAllowed(h.origin, st)) {
 		return refusedOrigin
 	}
 	return refusedNone
@@ -137,6 +110,62 @@ func quoteHead(b []byte) string {
 func loopbackConn(rc *fasthttp.RequestCtx) bool {
 	a, ok := rc.LocalAddr().(*net.TCPAddr)
 	return ok && a.IP.IsLoopback()
+}
+
+// What the listener's address says of the connections it accepts (see
+// Gateway.SetListenAddr).
+const (
+	// listenUnset: no listener address given yet; each connection's local
+	// address is looked at.
+	listenUnset uint32 = iota
+	// listenEach: each connection's local address is looked at (a
+	// wildcard address, not TCP, or two listeners that disagree).
+	listenEach
+	// listenLoopback: bound to a loopback address, so every connection is
+	// accepted on one.
+	listenLoopback
+	// listenElsewhere: bound to one non-loopback address, so none is.
+	listenElsewhere
+)
+
+// listenKind is what a listener bound to a says of its connections.
+func listenKind(a net.Addr) uint32 {
+	t, ok := a.(*net.TCPAddr)
+	switch {
+	case !ok || t.IP == nil || t.IP.IsUnspecified():
+		return listenEach
+	case t.IP.IsLoopback():
+		return listenLoopback
+	}
+	return listenElsewhere
+}
+
+// SetListenAddr tells g the address of the listener it serves, so that
+// whether a connection was accepted on a loopback address (the DNS
+// rebinding check, see screenHead) is decided once for a listener bound to
+// one address instead of for every request: a loopback-bound listener
+// accepts only loopback connections, one bound to another address none. A
+// wildcard listener (0.0.0.0, [::]) still looks at each connection, as does
+// a Gateway never told. Call it before serving; a second call with a
+// listener that says otherwise sends every connection back to the
+// per-connection check.
+func (g *Gateway) SetListenAddr(a net.Addr) {
+	k := listenKind(a)
+	if !g.listen.CompareAndSwap(listenUnset, k) && g.listen.Load() != k {
+		g.listen.Store(listenEach)
+	}
+}
+
+// onLoopback reports whether rc's connection was accepted on a loopback
+// address.
+func (g *Gateway) onLoopback(rc *fasthttp.RequestCtx) bool {
+	switch g.listen.Load() {
+	case listenLoopback:
+		return true
+	case listenElsewhere:
+		return false
+	}
+	return loopbackConn(rc)
 }
 
 // hostAllowed reports whether host (a Host value, port optional) is a

@@ -108,7 +108,7 @@ func NewServer(g *Gateway, logger fasthttp.Logger, reduceMemoryUsage bool) *fast
 
 // expectContinue answers an "Expect: 100-continue" request at once, before
 // its body is sent, when the handler would refuse it from its head alone:
-// a screen refusal (see screen), or a declared Content-Length over
+// a screen refusal (see screenHead), or a declared Content-Length over
 // max_request_bytes (413). Else the request goes on, with a fresh write
 // deadline for the interim answer. fasthttp then skips the handler and
 // closes the connection; the answer written here is what it sends.
@@ -116,7 +116,9 @@ func (g *Gateway) expectContinue(rc *fasthttp.RequestCtx) int {
 	armWrite(rc)
 	st := g.Load()
 	r := routeOf(rc.URI().PathOriginal())
-	if why := screen(rc, st); why != refusedNone {
+	var h head
+	h.scan(&rc.Request.Header)
+	if why := screenHead(rc, st, &h, g.onLoopback(rc)); why != refusedNone {
 		setRequestID(rc)
 		g.refuse(rc, r, why, false)
 		return rc.Response.StatusCode()

@@ -35,7 +35,7 @@ type State struct {
 	maxRequestBytes int
 	requestTimeout  time.Duration
 	// allowedHosts and allowedOrigins are Config.Server.AllowedHosts and
-	// AllowedOrigins, lowercased; see screen.
+	// AllowedOrigins, lowercased; see screenHead.
 	allowedHosts, allowedOrigins []string
 	// keys are the client keys by digest; nil without an auth block.
 	keys keyring
@@ -117,6 +117,9 @@ type Gateway struct {
 	// a request loads it once.
 	state    atomic.Pointer[State]
 	draining atomic.Bool
+	// listen is what the served listener's address says of its
+	// connections (listenUnset, ...; see SetListenAddr).
+	listen atomic.Uint32
 
 	// Observer receives walk events (attempts, outcomes) for metrics and
 	// the access log; nil = none. Set before serving; not changed after.

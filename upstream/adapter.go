@@ -84,6 +84,9 @@ type Endpoint struct {
 	AWSAccessKeyID     string
 	AWSSecretAccessKey string
 	AWSSessionToken    string
+	// uris holds the adapter's fixed request URIs, parsed once (see
+	// prepareURIs); nil in an Endpoint built by hand: parsed per attempt.
+	uris endpointURIs
 }
 
 // Call describes one proxied request; every attempt of a walk shares it.
@@ -102,6 +105,10 @@ type Call struct {
 	// named client headers (the Messages pass-through's anthropic-version
 	// and anthropic-beta); nil = none. Borrowed like Body.
 	Header *fasthttp.RequestHeader
+	// TraceParent and TraceState are the client's W3C trace headers to
+	// forward, as TraceContext returned them (validated; nil = none).
+	// Borrowed like Body.
+	TraceParent, TraceState []byte
 }
 
 // surfaceAdapter is an Adapter that serves some surface through another

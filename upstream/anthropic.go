@@ -27,6 +27,10 @@ func (anthropicAdapter) Surfaces() router.SurfaceSet {
 	return 1<<router.SurfaceChat | 1<<router.SurfaceMessages
 }
 
+// uriPaths lists the paths under base_url it sends to, the pass-through's
+// included (see prepareURIs).
+func (anthropicAdapter) uriPaths() []string { return messagesAdapter{}.uriPaths() }
+
 // forSurface implements surfaceAdapter: messages is the pass-through.
 func (a anthropicAdapter) forSurface(s router.Surface) Adapter {
 	if s == router.SurfaceMessages {
@@ -46,7 +50,7 @@ func (anthropicAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Cal
 		return err
 	}
 	req.Header.SetMethod(fasthttp.MethodPost)
-	req.SetRequestURI(ep.BaseURL + "/v1/messages")
+	ep.setRequestURI(req, messagesPath)
 	req.Header.SetContentType("application/json")
 	req.Header.Set("anthropic-version", anthropicVersion)
 	if ep.APIKey != "" {

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchyard/switchyard/deadline"
 )
 
 // A client that goes away while its request waits for a limiter slot or an
@@ -15,9 +17,10 @@ import (
 // fasthttp gives a handler no signal when its client leaves, so the client
 // socket is peeked at (recv MSG_PEEK|MSG_DONTWAIT: a FIN or reset means
 // gone; waiting bytes, a pipelined next request, mean alive and are never
-// consumed). Off the fast path: a walk arms its callGuard's timer, and only
-// a walk still running watchDelay later joins the one shared watcher
-// goroutine, which peeks every watchEvery and exits when nobody is left.
+// consumed). Off the fast path: a walk's callGuard has a timer pending
+// (see arm), and only a walk still running when it fires, at most
+// watchDelay after the walk began, joins the one shared watcher goroutine,
+// which peeks every watchEvery and exits when nobody is left.
 const (
 	watchDelay = 300 * time.Millisecond
 	watchEvery = 250 * time.Millisecond
@@ -30,8 +33,12 @@ const (
 type callGuard struct {
 	client net.Conn
 	timer  *time.Timer
-	state  atomic.Int32 // guardIdle, guardArmed, guardWatched
-	gone   atomic.Bool
+	// due is when timer fires next (deadline.Mono), if it is pending: a
+	// released guard leaves it running (see arm). Only the guard's owner
+	// touches it.
+	due   int64
+	state atomic.Int32 // guardIdle, guardArmed, guardWatched
+	gone  atomic.Bool
 	// cancel is closed when the client is found gone (a limiter wait
 	// selects on it); replaced only between walks.
 	cancel chan struct{}
@@ -69,18 +76,34 @@ func acquireGuard(c net.Conn) *callGuard {
 	}
 	g.client = c
 	g.state.Store(guardArmed)
-	g.timer.Reset(watchDelay)
+	g.arm()
 	return g
+}
+
+// arm makes g's timer fire within watchDelay. A timer its last walk left
+// pending is kept when it fires soon enough: re-arming moves a runtime
+// timer on every walk (and stopping it on release another), while a pooled
+// guard serves many walks in a watchDelay. A pending timer may then fire
+// early in this walk, which only makes the watcher look at a live client
+// once (and release take it back); a walk still running watchDelay after
+// it began is always watched.
+func (g *callGuard) arm() {
+	now := deadline.Mono()
+	if left := g.due - now; left > 0 && left <= int64(watchDelay) {
+		return
+	}
+	g.due = now + int64(watchDelay)
+	g.timer.Reset(watchDelay)
 }
 
 // release stops watching and pools g. Once it returns the watcher no longer
 // touches g.
 func (g *callGuard) release() {
 	g.dropStream()
+	// The timer is left pending (see arm): firing for an idle guard does
+	// nothing.
 	if !g.state.CompareAndSwap(guardArmed, guardIdle) {
 		clientWatch.remove(g)
-	} else {
-		g.timer.Stop()
 	}
 	g.conn.Store(nil)
 	g.client = nil

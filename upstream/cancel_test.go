@@ -98,3 +98,36 @@ func TestGuardReleasedEarlyIsNeverWatched(t *testing.T) {
 		t.Fatal("a released guard was watched")
 	}
 }
+
+// TestGuardTimerKeptAcrossWalks: a guard reused within watchDelay keeps the
+// timer its last walk left pending instead of re-arming it, and a walk on it
+// that runs long is still watched no later than watchDelay after it began.
+func TestGuardTimerKeptAcrossWalks(t *testing.T) {
+	_, srvSide := tcpPair(t)
+	g := acquireGuard(srvSide)
+	due := g.due
+	g.release()
+	time.Sleep(watchDelay / 3)
+	// The same guard again, as the pool hands it out.
+	g.client = srvSide
+	g.state.Store(guardArmed)
+	begun := time.Now()
+	g.arm()
+	if g.due != due {
+		t.Fatal("a timer pending soon enough was re-armed")
+	}
+	waitUntil(t, "the walk watched", func() bool { return g.state.Load() == guardWatched })
+	if took := time.Since(begun); took > watchDelay+50*time.Millisecond {
+		t.Fatalf("watched %v after the walk began, want at most about %v", took, watchDelay)
+	}
+	g.release()
+	waitUntil(t, "the watcher goroutine to end", watcherIdle)
+	// Once the timer fired, the next walk arms it afresh.
+	g.client = srvSide
+	g.state.Store(guardArmed)
+	g.arm()
+	if g.due == due {
+		t.Fatal("a fired timer was not re-armed")
+	}
+	g.state.Store(guardIdle)
+}

@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchyard/switchyard/deadline"
 )
 
 // trackedConn wraps every upstream connection, for three jobs:
@@ -38,9 +40,9 @@ type trackedConn struct {
 	// check is set for the first write of every request after the first.
 	starts uint32
 	check  bool
-	// lastRead is when the last read returned: the end of the last answer
-	// for a connection back in the pool.
-	lastRead time.Time
+	// lastRead is when the last read returned (deadline.Mono; 0: never): the
+	// end of the last answer for a connection back in the pool.
+	lastRead int64
 	// canceled is set when a callGuard closed the connection because its
 	// client went away.
 	canceled atomic.Bool
@@ -48,6 +50,9 @@ type trackedConn struct {
 	tls bool
 	// probe is tlsLeftover's read buffer.
 	probe [1]byte
+	// rd and wd arm the read and write deadlines lazily: every request on
+	// a pooled connection asks for nearly the same ones again.
+	rd, wd deadline.Lazy
 }
 
 type trackedAddr struct {
@@ -60,6 +65,19 @@ func newTrackedConn(c net.Conn, stats *connStats) *trackedConn {
 	tc.addr = trackedAddr{Addr: c.LocalAddr(), conn: tc}
 	tc.peek.init(c)
 	return tc
+}
+
+// SetReadDeadline arms t for reads unless deadline.Lazy allows leaving it.
+func (c *trackedConn) SetReadDeadline(t time.Time) error { return c.rd.Set(t, c.Conn.SetReadDeadline) }
+
+// SetWriteDeadline arms t for writes unless deadline.Lazy allows leaving it.
+func (c *trackedConn) SetWriteDeadline(t time.Time) error {
+	return c.wd.Set(t, c.Conn.SetWriteDeadline)
+}
+
+// SetDeadline sets both.
+func (c *trackedConn) SetDeadline(t time.Time) error {
+	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
 }
 
 // LocalAddr returns an address that leads back to the connection.
@@ -88,7 +106,7 @@ var errStaleConn = errors.New("upstream: pooled connection closed by the peer, u
 func (c *trackedConn) Write(p []byte) (int, error) {
 	if c.check {
 		c.check = false
-		if r := c.stale(time.Now()); r != discardNone {
+		if r := c.stale(deadline.Mono()); r != discardNone {
 			c.stats.add(r)
 			return 0, errStaleConn
 		}
@@ -99,7 +117,7 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 // Read reads into p and notes when it returned.
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	c.lastRead = time.Now()
+	c.lastRead = deadline.Mono()
 	return n, err
 }
 
@@ -110,11 +128,11 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 // trusted even when the peek finds it open. Bytes waiting on an idle
 // connection are nobody's answer (a stray response, a close_notify):
 // reading them as the next answer would hand one client another's.
-func (c *trackedConn) stale(now time.Time) discardReason {
+func (c *trackedConn) stale(now int64) discardReason {
 	if c.canceled.Load() {
 		return discardClosed // closed under a departed client's call
 	}
-	if !c.lastRead.IsZero() && now.Sub(c.lastRead) >= maxIdleConnDuration {
+	if c.lastRead != 0 && time.Duration(now-c.lastRead) >= maxIdleConnDuration {
 		return discardExpired
 	}
 	switch c.peek.state() {

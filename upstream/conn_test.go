@@ -8,6 +8,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/switchyard/switchyard/deadline"
 )
 
 // TestTrackedConnFoundThroughTLS proves the walk can reach the raw
@@ -77,12 +79,12 @@ func TestTrackedConnStale(t *testing.T) {
 		t.Fatalf("a healthy reused connection refused: %v", err)
 	}
 	// Reused after too long idle.
-	tc.lastRead = time.Now().Add(-maxIdleConnDuration)
+	tc.lastRead = deadline.Mono() - int64(maxIdleConnDuration)
 	start(tc)
 	if _, err := tc.Write([]byte("c")); err != errStaleConn || st.discards[discardExpired].Load() != 1 {
 		t.Fatalf("expired: %v, %d", err, st.discards[discardExpired].Load())
 	}
-	tc.lastRead = time.Time{}
+	tc.lastRead = 0
 	// Unsolicited bytes waiting.
 	srv.Write([]byte("HTTP/1.1 200 OK\r\n")) //nolint:errcheck
 	waitPeek(t, tc, peekData)

@@ -24,6 +24,15 @@ const (
 	headerAnthropicBeta    = "anthropic-beta"
 )
 
+// The Messages pass-through's paths under base_url.
+const (
+	messagesPath    = "/v1/messages"
+	countTokensPath = "/v1/messages/count_tokens"
+)
+
+// uriPaths lists the paths under base_url it sends to (see prepareURIs).
+func (messagesAdapter) uriPaths() []string { return []string{messagesPath, countTokensPath} }
+
 // Surfaces implements Adapter: messages.
 func (messagesAdapter) Surfaces() router.SurfaceSet { return 1 << router.SurfaceMessages }
 
@@ -33,14 +42,11 @@ func (messagesAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call
 		return errors.New("BUG: the Messages pass-through got surface " + c.Surface.String())
 	}
 	req.Header.SetMethod(fasthttp.MethodPost)
-	req.URI().DisablePathNormalizing = true
-	path := "/v1/messages"
+	path := messagesPath
 	if c.CountTokens {
-		path = "/v1/messages/count_tokens"
+		path = countTokensPath
 	}
-	// A stack buffer the request copies: concatenation would allocate.
-	var buf [256]byte
-	req.SetRequestURIBytes(append(append(buf[:0], ep.BaseURL...), path...))
+	ep.setRequestURI(req, path)
 	req.Header.SetContentType("application/json")
 	if ep.APIKey != "" {
 		req.Header.Set("x-api-key", ep.APIKey)

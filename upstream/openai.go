@@ -28,6 +28,17 @@ var openAIPaths = [router.NumSurfaces]string{
 	router.SurfaceResponses:   "/responses",
 }
 
+// uriPaths lists the paths under base_url it sends to (see prepareURIs).
+func (openAIAdapter) uriPaths() []string {
+	var p []string
+	for _, path := range openAIPaths {
+		if path != "" {
+			p = append(p, path)
+		}
+	}
+	return p
+}
+
 // Surfaces implements Adapter: every surface but messages.
 func (openAIAdapter) Surfaces() router.SurfaceSet {
 	return router.AllSurfaces &^ (1 << router.SurfaceMessages)
@@ -41,15 +52,12 @@ func (openAIAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, 
 		return errors.New("this provider does not serve " + c.Surface.String())
 	}
 	req.Header.SetMethod(fasthttp.MethodPost)
-	uri := req.URI()
-	uri.DisablePathNormalizing = true
-	// The URI and the bearer value are assembled in a stack buffer that the
-	// request copies: a string concatenation over 32 bytes (any real base
-	// URL with its path, any real key) would allocate on every attempt.
-	var buf [256]byte
-	req.SetRequestURIBytes(append(append(buf[:0], ep.BaseURL...), openAIPaths[c.Surface]...))
+	ep.setRequestURI(req, openAIPaths[c.Surface])
 	req.Header.SetContentType("application/json")
 	if ep.APIKey != "" {
+		// Assembled in a stack buffer that the request copies: a string
+		// concatenation over 32 bytes (any real key) would allocate.
+		var buf [256]byte
 		req.Header.SetBytesV(fasthttp.HeaderAuthorization, append(append(buf[:0], "Bearer "...), ep.APIKey...))
 	}
 	return setPassThroughBody(req, c, upstreamModel)

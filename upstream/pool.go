@@ -133,6 +133,7 @@ func (p *Pool) Target(ct *config.Target) (*Target, error) {
 		},
 	}
 	t.secrets = secretsOf(&t.Endpoint)
+	t.Endpoint.prepareURIs(ad)
 	bs := BreakerSettings{
 		FailureThreshold: ct.CircuitBreaker.FailureThreshold,
 		SuccessThreshold: ct.CircuitBreaker.SuccessThreshold,

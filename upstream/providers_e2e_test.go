@@ -146,7 +146,7 @@ func startE2EWith(t *testing.T, bedrockMod func(*config.Target)) *e2eGateway {
 		}
 		call := &Call{Surface: router.SurfaceChat, Stream: v.GetBool("stream"), Body: ctx.PostBody(),
 			Model: append([]byte(nil), v.GetStringBytes("model")...)}
-		Walk(ctx, call, chain, time.Now().Add(10*time.Second), nil)
+		Walk(ctx, withTrace(call, &ctx.Request.Header), chain, time.Now().Add(10*time.Second), nil)
 	}, Logger: quietLogger{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -19,17 +19,18 @@ var (
 	headerTracestate  = []byte("Tracestate")
 )
 
-// traceContext returns the trace headers to forward, aliasing h: the
-// traceparent when exactly one valid one came, and with it the tracestate
-// when exactly one well-formed one came. A malformed or repeated
-// traceparent forwards neither (the spec: without a valid traceparent,
-// tracestate means nothing); a repeated or malformed tracestate is dropped.
-func traceContext(h *fasthttp.RequestHeader) (parent, state []byte) {
-	parent = onlyValue(h, headerTraceparentName)
+// TraceContext returns the trace headers to forward from the client's
+// traceparent and tracestate values, each as it came when its header came
+// exactly once (nil otherwise: see onlyValue), aliasing them: the
+// traceparent when it is valid, and with it the tracestate when that is
+// well-formed. A malformed or repeated traceparent forwards neither (the
+// spec: without a valid traceparent, tracestate means nothing); a repeated
+// or malformed tracestate is dropped. The hot path reads both values in its
+// one pass over the header section and puts the result in Call.
+func TraceContext(parent, state []byte) (fwdParent, fwdState []byte) {
 	if !validTraceparent(parent) {
 		return nil, nil
 	}
-	state = onlyValue(h, headerTracestateName)
 	if !validTracestate(state) {
 		state = nil
 	}
@@ -37,13 +38,20 @@ func traceContext(h *fasthttp.RequestHeader) (parent, state []byte) {
 }
 
 // TraceID returns the trace id (32 lowercase hex digits) of the request's
-// traceparent when traceContext would forward it, else nil. It aliases h.
+// traceparent when TraceContext would forward it, else nil. It aliases h.
+// It reads fasthttp's view of the headers (a request refused before the
+// hot path read its header section, for its access log line).
 func TraceID(h *fasthttp.RequestHeader) []byte {
-	parent := onlyValue(h, headerTraceparentName)
-	if !validTraceparent(parent) {
+	return TraceIDOf(onlyValue(h, headerTraceparentName))
+}
+
+// TraceIDOf returns the trace id of traceparent when it is valid, else nil,
+// aliasing it.
+func TraceIDOf(traceparent []byte) []byte {
+	if !validTraceparent(traceparent) {
 		return nil
 	}
-	return parent[3:35]
+	return traceparent[3:35]
 }
 
 // onlyValue returns the value of the header key when it occurs exactly

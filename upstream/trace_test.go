@@ -78,7 +78,7 @@ func traceWalkCall(t *testing.T, provider string, call *Call, hdr ...string) *fa
 	req.SetBody(call.Body)
 	rc := &fasthttp.RequestCtx{}
 	rc.Init(&req, nil, nil)
-	walkWith(rc, call, []*Target{tg}, h.clk.now().Add(5*time.Second), nil, h.clk)
+	walkWith(rc, withTrace(call, &req.Header), []*Target{tg}, h.clk.now().Add(5*time.Second), nil, h.clk)
 	r := a.last()
 	if r == nil {
 		t.Fatal("no upstream call")

@@ -185,9 +185,6 @@ type walk struct {
 	// pending is true while an attempt holds a breaker ticket it has not
 	// reported yet (see attempt).
 	pending bool
-	// traceParent and traceState are the client's W3C trace headers to
-	// forward (traceContext), aliasing the request; nil = none.
-	traceParent, traceState []byte
 	// guard watches the client from the first limiter wait or upstream call
 	// on (see callGuard); nil before. A committed stream takes it over.
 	guard *callGuard
@@ -221,7 +218,6 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 	// deadlines need the present.
 	now := clk.now()
 	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1}
-	w.traceParent, w.traceState = traceContext(&rc.Request.Header)
 	defer w.releaseGuard()
 	w.last.class = ClassCircuitOpen // an empty chain answers 503, like all-open
 	for i, t := range chain {
@@ -406,10 +402,10 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	}
 	// Set after BuildRequest, so outside a SigV4 signature (whose signed
 	// headers bedrock.sign fixes): AWS accepts unsigned extra headers.
-	if w.traceParent != nil {
-		req.Header.SetCanonical(headerTraceparent, w.traceParent)
-		if w.traceState != nil {
-			req.Header.SetCanonical(headerTracestate, w.traceState)
+	if c := w.call; c.TraceParent != nil {
+		req.Header.SetCanonical(headerTraceparent, c.TraceParent)
+		if c.TraceState != nil {
+			req.Header.SetCanonical(headerTracestate, c.TraceState)
 		}
 	}
 	// A request without Accept-Encoding accepts any coding (RFC 9110

@@ -29,6 +29,7 @@ func TestWalkNonStreamAllocsZero(t *testing.T) {
 	// Trace context forwarded, usage read: still nothing allocated.
 	rc.Request.Header.Set("traceparent", goodParent)
 	rc.Request.Header.Set("tracestate", goodState)
+	withTrace(call, &rc.Request.Header)
 	deadline := time.Now().Add(time.Minute)
 	run := func() {
 		rc.Response.ResetBody() // the body buffer goes back to its pool, as between requests
