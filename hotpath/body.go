@@ -37,7 +37,7 @@ var errBodyTooLarge = errors.New("request body too large")
 type bodyBuf struct{ b []byte }
 
 const (
-	minBodyShift = 12 // 4 KiB
+	minBodyShift = 9 // 512 B
 	maxBodyShift = 24 // 16 MiB, over the default 10 MiB limit
 )
 
@@ -99,7 +99,7 @@ func readBody(rc *fasthttp.RequestCtx, limit int, bb **bodyBuf) ([]byte, error) 
 		return nil, errBodyTooLarge // refused before any of it is read
 	}
 	if *bb == nil {
-		*bb = getBody(4<<10, true)
+		*bb = getBody(firstBodySize(cl), true)
 	}
 	// One byte more than a declared length leaves room to see the end.
 	if want := cl + 1; cl >= 0 && cap((*bb).b) < want {
@@ -147,6 +147,17 @@ func readBody(rc *fasthttp.RequestCtx, limit int, bb **bodyBuf) ([]byte, error) 
 			return buf, err
 		}
 	}
+}
+
+// firstBodySize is the capacity of a scratch's first body buffer: room for
+// a declared body under 4 KiB and the byte past it (a chat turn is often a
+// few hundred bytes, and every request in flight holds a buffer, as do the
+// pooled scratches a burst of requests leaves behind), else 4 KiB.
+func firstBodySize(cl int) int {
+	if cl >= 0 && cl < 4<<10 {
+		return cl + 1
+	}
+	return 4 << 10
 }
 
 // writeBodyError answers a body that could not be read: 413 over the

@@ -130,3 +130,30 @@ func TestExpectContinueAfterAStaleWriteDeadline(t *testing.T) {
 		t.Fatalf("after 100 Continue: %v %d %s", err, resp.StatusCode(), resp.Body())
 	}
 }
+
+// A small declared body is read into a buffer of its own size class, not a
+// 4 KiB one: each request in flight holds its buffer, and a burst of them
+// leaves that many pooled behind. A later larger body still fits.
+func TestSmallBodyTakesASmallBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		size, maxCap int
+	}{{90, 512}, {600, 1 << 10}, {3000, 4 << 10}, {5000, 8 << 10}} {
+		body := strings.Repeat("x", tc.size)
+		var rc fasthttp.RequestCtx
+		rc.Request.SetBodyStream(strings.NewReader(body), len(body))
+		var bb *bodyBuf
+		got, err := readBody(&rc, 10<<20, &bb)
+		if err != nil || string(got) != body {
+			t.Fatalf("size %d: %v, %d bytes read", tc.size, err, len(got))
+		}
+		if c := cap(bb.b); c > tc.maxCap {
+			t.Errorf("size %d: a %d-byte buffer, want at most %d", tc.size, c, tc.maxCap)
+		}
+		// The same scratch then meets a larger body.
+		big := strings.Repeat("y", 20000)
+		rc.Request.SetBodyStream(strings.NewReader(big), len(big))
+		if got, err := readBody(&rc, 10<<20, &bb); err != nil || string(got) != big {
+			t.Fatalf("after size %d, a 20000-byte body: %v, %d bytes read", tc.size, err, len(got))
+		}
+	}
+}

@@ -275,12 +275,10 @@ func (p *Pool) newHostClient(u *url.URL, maxConns int, stats *connStats) *fastht
 		// idle deadline per event instead.
 		ReadTimeout:  0,
 		WriteTimeout: writeTimeout,
-		// Provider answers carry many headers (rate-limit counters, tracing,
-		// CDN cookies); the 4 KiB default can fail a whole answer with
-		// "small read buffer". 8 KiB is what nginx accepts of an upstream's
-		// head by default (proxy_buffer_size); an open stream holds this
-		// buffer for its whole life, so it is no larger.
-		ReadBufferSize: 8 << 10,
+		// An open stream holds this reader for its whole life, so it is
+		// fasthttp's default; a head that does not fit is read again
+		// through a larger reader, up to maxResponseHead (see readAnswer).
+		ReadBufferSize: answerBufferSize,
 		// Upstreams see no fasthttp User-Agent; adapters set their own
 		// headers.
 		NoDefaultUserAgentHeader: true,

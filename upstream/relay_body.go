@@ -17,8 +17,11 @@ import (
 // flushed chunk (fasthttp.BodyWriterTo), so a stream costs no goroutine,
 // pipe or write buffer of its own (SetBodyStreamWriter's way); Read serves
 // any other reader. fasthttp calls Close once the answer is written or
-// abandoned: it releases the upstream response, the read and frame
-// buffers, the limiter slot and the breaker ticket, and reports the end.
+// abandoned: it releases the upstream response, the limiter slot and the
+// breaker ticket, and reports the end. Between events a stream holds no
+// read or frame buffer: it waits on the upstream connection's own reader,
+// takes both from their pools when bytes arrive, and gives them back once
+// the event is written (WriteTo) and nothing of it is left buffered.
 //
 // Not safe for concurrent use: fasthttp reads and closes it from one
 // goroutine.
@@ -28,8 +31,11 @@ type relayBody struct {
 	ticket  Ticket
 	resp    *fasthttp.Response
 	dec     StreamDecoder
-	br      *bufio.Reader
-	buf     *[]byte
+	// src is the upstream body the decoder reads through br; br and buf
+	// are nil while no event is in hand (see takeReader, takeFrame).
+	src io.Reader
+	br  *bufio.Reader
+	buf *[]byte
 	// frame and err are the decoder's latest event and error, not yet
 	// relayed.
 	frame []byte
@@ -76,6 +82,7 @@ func (s *relayBody) WriteTo(w io.Writer) (n int64, err error) {
 			s.release()
 			return n, werr
 		}
+		s.dropFrame() // written and flushed: not needed until the next event
 	}
 	s.release()
 	return n, nil
@@ -106,7 +113,7 @@ func (s *relayBody) next() (out []byte) {
 			reportPanic(s.obs, v)
 			s.finish(ClassTransport)
 			s.breakerClass = ClassCanceled
-			out = appendErrorFrame((*s.buf)[:0], s.surface, internalErrorEnvelope(s.surface))
+			out = appendErrorFrame(s.takeFrame(), s.surface, internalErrorEnvelope(s.surface))
 			*s.buf = out[:0]
 		}
 	}()
@@ -116,7 +123,9 @@ func (s *relayBody) next() (out []byte) {
 		s.relayed = true
 	} else {
 		s.armRead()
-		s.frame, s.err = s.dec.Next(s.frame[:0], s.br)
+		br := s.takeReader()
+		s.frame, s.err = s.dec.Next(s.takeFrame(), br)
+		s.dropReader()
 	}
 	// Every byte written passes t.redact (the target's own credential
 	// never reaches the client, even when an upstream echoes it).
@@ -138,6 +147,44 @@ func (s *relayBody) next() (out []byte) {
 	s.frame = appendErrorFrame(s.frame, s.surface, s.t.redact(o.envelope))
 	*s.buf = s.frame[:0]
 	return s.frame
+}
+
+// takeReader returns the decoder's reader, taking one from the pool once
+// the upstream has bytes to read (or its read fails: the decoder's own
+// read then meets the same deadline, close or end) when none is held.
+func (s *relayBody) takeReader() *bufio.Reader {
+	if s.br == nil {
+		s.guard.awaitBody()
+		s.br = readerPool.Get().(*bufio.Reader)
+		s.br.Reset(s.src)
+	}
+	return s.br
+}
+
+// dropReader gives the decoder's reader back when it holds nothing unread.
+func (s *relayBody) dropReader() {
+	if s.br != nil && s.br.Buffered() == 0 {
+		s.br.Reset(nil)
+		readerPool.Put(s.br)
+		s.br = nil
+	}
+}
+
+// takeFrame returns an empty frame buffer, taking one from the pool when
+// none is held.
+func (s *relayBody) takeFrame() []byte {
+	if s.buf == nil {
+		s.buf = framePool.Get().(*[]byte)
+	}
+	return (*s.buf)[:0]
+}
+
+// dropFrame gives the frame buffer back; the frame must be written already.
+func (s *relayBody) dropFrame() {
+	if s.buf != nil {
+		putFrame(s.buf)
+		s.buf, s.frame = nil, nil
+	}
 }
 
 // finish records the relay's outcome once.
@@ -198,6 +245,10 @@ func (s *relayBody) release() {
 		// br.Discard reads like io.Copy to io.Discard through a
 		// LimitReader (until EOF, an error or maxDrain bytes) but without
 		// allocating the LimitReader.
+		if s.br == nil {
+			s.br = readerPool.Get().(*bufio.Reader)
+			s.br.Reset(s.src)
+		}
 		s.br.Discard(maxDrain) //nolint:errcheck
 	}
 	if s.client != nil {
@@ -213,9 +264,11 @@ func (s *relayBody) release() {
 	// goes back to the pool unless something unsolicited follows it.
 	s.guard.closeStream(s.resp)
 	fasthttp.ReleaseResponse(s.resp)
-	s.br.Reset(nil)
-	readerPool.Put(s.br)
-	putFrame(s.buf)
+	if s.br != nil {
+		s.br.Reset(nil)
+		readerPool.Put(s.br)
+	}
+	s.dropFrame()
 	s.guard.release()
 	end := s.clk.now()
 	s.t.Breaker().Done(s.ticket, s.breakerClass, end)

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bufio"
 	"io"
 	"net"
 
@@ -20,7 +19,7 @@ import (
 type streamConn struct {
 	hc   *fasthttp.HostClient
 	cc   heldConn
-	br   *bufio.Reader
+	rd   answerReader
 	tc   *trackedConn
 	body io.Reader
 	// closeConn: the request asked Connection: close.
@@ -53,9 +52,9 @@ func (s *streamConn) Read(p []byte) (int, error) {
 }
 
 // holdStream keeps the connection of a streamed answer whose headers were
-// read (resp's body stream reads br) until closeStream.
-func (g *callGuard) holdStream(hc *fasthttp.HostClient, cc heldConn, br *bufio.Reader, tc *trackedConn, req *fasthttp.Request, resp *fasthttp.Response) {
-	g.stream = streamConn{hc: hc, cc: cc, br: br, tc: tc, body: resp.BodyStream(), closeConn: req.ConnectionClose(),
+// read (resp's body stream reads rd) until closeStream.
+func (g *callGuard) holdStream(hc *fasthttp.HostClient, cc heldConn, rd answerReader, tc *trackedConn, req *fasthttp.Request, resp *fasthttp.Response) {
+	g.stream = streamConn{hc: hc, cc: cc, rd: rd, tc: tc, body: resp.BodyStream(), closeConn: req.ConnectionClose(),
 		eof: resp.Header.ContentLength() == 0}
 }
 
@@ -66,6 +65,18 @@ func (g *callGuard) body(resp *fasthttp.Response) io.Reader {
 		return &g.stream
 	}
 	return resp.BodyStream()
+}
+
+// awaitBody returns once the held stream's connection has a byte to read
+// or its read fails, so a stream waiting for its next event holds no
+// buffer of its own meanwhile. The failure is left to the body's next read,
+// which meets it again: deadlines, closes and ends persist on a connection.
+// Without a held stream, or with bytes already buffered, it returns at once.
+func (g *callGuard) awaitBody() {
+	s := &g.stream
+	if s.hc != nil && !s.eof && !s.failed && s.rd.br.Buffered() == 0 {
+		s.rd.br.Peek(1) //nolint:errcheck // see above
+	}
 }
 
 // closeStream closes resp's body stream and gives its connection back: to
@@ -80,7 +91,7 @@ func (g *callGuard) closeStream(resp *fasthttp.Response) {
 		return
 	}
 	kept := g.unbind(s.tc)
-	putConn(s.hc, s.cc, s.br, s.tc, kept && s.eof && !s.failed && !s.closeConn && !resp.ConnectionClose())
+	putConn(s.hc, s.cc, s.rd, s.tc, kept && s.eof && !s.failed && !s.closeConn && !resp.ConnectionClose())
 	*s = streamConn{}
 }
 
@@ -89,7 +100,7 @@ func (g *callGuard) closeStream(resp *fasthttp.Response) {
 func (g *callGuard) dropStream() {
 	if s := &g.stream; s.hc != nil {
 		g.unbind(s.tc)
-		putConn(s.hc, s.cc, s.br, s.tc, false)
+		putConn(s.hc, s.cc, s.rd, s.tc, false)
 		*s = streamConn{}
 	}
 }
@@ -97,10 +108,10 @@ func (g *callGuard) dropStream() {
 // putConn ends a call on cc, whose answer was read: cc goes back to hc's
 // pool when reusable and nothing the upstream sent is left behind the
 // answer, else it is closed (the leftover counted).
-func putConn(hc *fasthttp.HostClient, cc heldConn, br *bufio.Reader, tc *trackedConn, reusable bool) {
+func putConn(hc *fasthttp.HostClient, cc heldConn, rd answerReader, tc *trackedConn, reusable bool) {
 	if reusable {
 		r := discardNone
-		if br.Buffered() > 0 {
+		if rd.buffered() > 0 {
 			// Read in with the answer's last bytes, and nobody's: fasthttp
 			// would drop them silently when the reader is reused.
 			r = discardUnsolicited
@@ -114,7 +125,7 @@ func putConn(hc *fasthttp.HostClient, cc heldConn, br *bufio.Reader, tc *tracked
 			reusable = false
 		}
 	}
-	hc.ReleaseReader(br)
+	rd.release(hc)
 	if reusable {
 		giveBack((*fasthttp.HostClient).ReleaseConn, hc, cc)
 	} else {

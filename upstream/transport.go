@@ -104,18 +104,17 @@ func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fast
 	if hc.DisableHeaderNamesNormalizing {
 		resp.Header.DisableNormalizing()
 	}
-	br := hc.AcquireReader(conn)
-	err = resp.ReadLimitBody(br, hc.MaxResponseBodySize)
+	rd, err := readAnswer(hc, conn, resp)
 	if err != nil {
 		g.unbind(tc)
-		hc.ReleaseReader(br)
+		rd.release(hc)
 		hc.CloseConn(cc)
 		return err != fasthttp.ErrBodyTooLarge, err
 	}
 	if resp.StreamBody && resp.BodyStream() != nil {
-		// The body stream reads br: both, and the connection, are the
+		// The body stream reads rd: both, and the connection, are the
 		// walk's until it closes the stream.
-		g.holdStream(hc, cc, br, tc, req, resp)
+		g.holdStream(hc, cc, rd, tc, req, resp)
 		return false, nil
 	}
 	kept := g.unbind(tc) // false: the watcher closed it
@@ -123,7 +122,7 @@ func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fast
 	// it as a final answer without a body): whatever the upstream sends on
 	// it next, A's real answer say, would be the next request's answer.
 	switched := resp.StatusCode() == fasthttp.StatusSwitchingProtocols
-	putConn(hc, cc, br, tc, kept && !switched && !req.ConnectionClose() && !resp.ConnectionClose())
+	putConn(hc, cc, rd, tc, kept && !switched && !req.ConnectionClose() && !resp.ConnectionClose())
 	return false, nil
 }
 

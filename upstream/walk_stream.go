@@ -14,10 +14,11 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// readerPool holds the stream decoders' read buffers. Each open stream holds
-// one for its whole life, on top of fasthttp's own read buffer of the
-// upstream connection that it reads from, so it is small: a longer event
-// is read in several slices.
+// readerPool holds the stream decoders' read buffers, on top of fasthttp's
+// own read buffer of the upstream connection: small, a longer event is read
+// in several slices. A stream takes one only once bytes have arrived and
+// gives it back when an event leaves it empty (see relayBody.takeReader),
+// so a thousand open streams share a few.
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<10) }}
 
 // stream handles a 2xx streaming answer: it reads the first event before
@@ -28,7 +29,6 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<
 func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Response, t0 time.Time) (outcome, bool) {
 	dec := ad.NewStream(w.call)
 	surface := w.call.Surface
-	br := readerPool.Get().(*bufio.Reader)
 	src := w.guard.body(resp)
 	if src == nil {
 		// A 2xx without a body (204, 205): fasthttp gives no stream. The
@@ -36,6 +36,9 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 		// walk moves on; a nil reader would panic.
 		src = emptyReader{}
 	}
+	// The decoder's buffers are taken once the first bytes are in.
+	w.guard.awaitBody()
+	br := readerPool.Get().(*bufio.Reader)
 	br.Reset(src)
 	buf := framePool.Get().(*[]byte)
 
@@ -78,7 +81,7 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	// the relay ends as for a disconnect. The net.Conn is taken now: it
 	// outlives the handler, the RequestCtx may not be touched after it.
 	sb := relayBodyPool.Get().(*relayBody)
-	*sb = relayBody{t: t, surface: surface, ticket: ticket, resp: resp, dec: dec, br: br, buf: buf, frame: frame, err: err,
+	*sb = relayBody{t: t, surface: surface, ticket: ticket, resp: resp, dec: dec, src: src, br: br, buf: buf, frame: frame, err: err,
 		obs: w.obs, clk: w.clk, start: w.start, res: w.res, laddr: resp.LocalAddr(), client: clientConn(rc),
 		guard: w.guard}
 	// From here the body owns the ticket, the slot, resp, br, buf and the
@@ -86,6 +89,7 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	// leaving cuts a silent upstream's read).
 	w.pending = false
 	w.guard = nil
+	sb.dropReader()
 	rc.Response.SetBodyStream(sb, -1)
 	return outcome{class: ClassOK}, true
 }
