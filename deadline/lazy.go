@@ -56,9 +56,20 @@ func (l *Lazy) Skip(t time.Time) bool {
 func (l *Lazy) Armed(t time.Time) {
 	l.at = t
 	if !t.IsZero() {
-		l.mono = Mono() + int64(time.Until(t))
+		l.mono = onMono(t)
 	}
 }
+
+// The process's start on both clocks: a time.Time made by time.Now (and
+// Add) carries a monotonic reading, so its distance from timeRef, and so
+// its place on the Mono clock, takes a subtraction and no clock read.
+var (
+	timeRef = time.Now()
+	monoRef = Mono()
+)
+
+// onMono returns t on the Mono clock.
+func onMono(t time.Time) int64 { return monoRef + int64(t.Sub(timeRef)) }
 
 // Forget records that what is armed is unknown (an arm failed): the next
 // deadline is armed whatever it is.

@@ -77,3 +77,15 @@ func TestLazyNeverEarlyBeyondMargin(t *testing.T) {
 		l.Armed(d)
 	}
 }
+
+// TestOnMono: a deadline's place on the Mono clock, taken without reading
+// a clock, is where reading one would put it.
+func TestOnMono(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Millisecond, time.Minute, -time.Second} {
+		want := Mono() + int64(d)
+		got := onMono(time.Now().Add(d))
+		if diff := time.Duration(got - want); diff < -time.Millisecond || diff > time.Millisecond {
+			t.Errorf("%v ahead: off by %v", d, diff)
+		}
+	}
+}

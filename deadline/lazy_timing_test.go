@@ -34,6 +34,13 @@ func BenchmarkSetReadDeadline(b *testing.B) {
 				bc.c.SetReadDeadline(time.Now().Add(time.Minute)) //nolint:errcheck
 			}
 		})
+		// The server's idle and read timeouts in turn: armed every time.
+		b.Run(bc.name+"-alternating", func(b *testing.B) {
+			for b.Loop() {
+				bc.c.SetReadDeadline(time.Now().Add(2 * time.Minute)) //nolint:errcheck
+				bc.c.SetReadDeadline(time.Now().Add(time.Minute))     //nolint:errcheck
+			}
+		})
 	}
 }
 
