@@ -68,36 +68,27 @@ func TestConnDeadlines(t *testing.T) {
 	if err := c.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
 	if d := readTimesOut(t, c, 2*time.Second); d < 150*time.Millisecond {
 		t.Fatalf("timed out after %v, want about 200ms", d)
 	}
+	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond)) //nolint:errcheck
+	readTimesOut(t, c, 2*time.Second)
 	// An earlier deadline is armed at once.
 	c.SetReadDeadline(time.Now().Add(time.Hour)) //nolint:errcheck
+	mustNotEnd(t, c, 50*time.Millisecond)
 	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	readTimesOut(t, c, time.Second)
-	// A much later one replaces the armed one: no timeout at the old time.
-	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-	c.SetReadDeadline(time.Now().Add(time.Hour))
-	ch := make(chan error, 1)
-	go func() {
-		var b [1]byte
-		_, err := c.Read(b[:])
-		ch <- err
-	}()
-	select {
-	case err := <-ch:
-		t.Fatalf("read ended under the replaced deadline: %v", err)
-	case <-time.After(300 * time.Millisecond):
-	}
-	// Zero clears: the blocked read is released only by a new deadline.
-	c.SetReadDeadline(time.Time{})
-	c.SetReadDeadline(time.Now()) //nolint:errcheck // in the past: fires at once
-	if err := <-ch; !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("read: %v", err)
-	}
+	// Only the last deadline set before a read counts: a much later one
+	// replaces an earlier one, however many were set in between.
+	c.SetReadDeadline(time.Now().Add(-time.Second))          //nolint:errcheck
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond)) //nolint:errcheck
+	c.SetReadDeadline(time.Now().Add(time.Hour))             //nolint:errcheck
+	mustNotEnd(t, c, 300*time.Millisecond)
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond)) //nolint:errcheck
+	readTimesOut(t, c, time.Second)
+	// Zero clears.
+	c.SetReadDeadline(time.Time{}) //nolint:errcheck
+	mustNotEnd(t, c, 150*time.Millisecond)
 	// SetDeadline sets the write side too: a write deadline in the past
 	// fails the next write.
 	c.SetDeadline(time.Now().Add(-time.Second)) //nolint:errcheck
@@ -108,6 +99,29 @@ func TestConnDeadlines(t *testing.T) {
 	if _, err := c.Write([]byte("x")); err != nil {
 		t.Fatalf("write after clearing: %v", err)
 	}
+}
+
+// mustNotEnd checks that a read with nothing to read is still waiting
+// after d, then ends it with a deadline in the past set on the raw
+// connection (a deadline set through c would only apply to the next Read).
+func mustNotEnd(t *testing.T, c *Conn, d time.Duration) {
+	t.Helper()
+	ch := make(chan error, 1)
+	go func() {
+		var b [1]byte
+		_, err := c.Read(b[:])
+		ch <- err
+	}()
+	select {
+	case err := <-ch:
+		t.Fatalf("read ended within %v: %v", d, err)
+	case <-time.After(d):
+	}
+	c.Conn.SetReadDeadline(time.Now()) //nolint:errcheck
+	if err := <-ch; !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read: %v", err)
+	}
+	c.rd.Forget() // the raw deadline is not what c armed
 }
 
 // TestConnKeepsSocketAccess: the client peeks go through SyscallConn, and
