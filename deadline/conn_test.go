@@ -38,17 +38,24 @@ func pair(t *testing.T) (*Conn, net.Conn) {
 	return c.(*Conn), peer
 }
 
-// readTimesOut reads with nothing to read and reports how long the read
-// took to time out.
-func readTimesOut(t *testing.T, c net.Conn, within time.Duration) time.Duration {
-	t.Helper()
-	start := time.Now()
+// readAsync reads one byte from c on a goroutine of its own; the channel
+// gets the read's error.
+func readAsync(c net.Conn) <-chan error {
 	ch := make(chan error, 1)
 	go func() {
 		var b [1]byte
 		_, err := c.Read(b[:])
 		ch <- err
 	}()
+	return ch
+}
+
+// readTimesOut reads with nothing to read and reports how long the read
+// took to time out.
+func readTimesOut(t *testing.T, c net.Conn, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ch := readAsync(c)
 	select {
 	case err := <-ch:
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -106,12 +113,7 @@ func TestConnDeadlines(t *testing.T) {
 // connection (a deadline set through c would only apply to the next Read).
 func mustNotEnd(t *testing.T, c *Conn, d time.Duration) {
 	t.Helper()
-	ch := make(chan error, 1)
-	go func() {
-		var b [1]byte
-		_, err := c.Read(b[:])
-		ch <- err
-	}()
+	ch := readAsync(c)
 	select {
 	case err := <-ch:
 		t.Fatalf("read ended within %v: %v", d, err)
