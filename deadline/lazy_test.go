@@ -23,6 +23,7 @@ func TestLazySkip(t *testing.T) {
 		{"later by more than 1/64 of a minute", now.Add(time.Minute + 2*time.Second), false},
 		{"earlier", now.Add(time.Minute - time.Millisecond), false},
 		{"zero: clear", time.Time{}, false},
+		{"centuries later", now.Add(200 * 365 * 24 * time.Hour), false},
 	}
 	for _, c := range cases {
 		if got := l.Skip(c.t); got != c.skip {
