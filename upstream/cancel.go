@@ -44,8 +44,9 @@ type callGuard struct {
 	cancel chan struct{}
 	// conn is the upstream connection carrying the call now, if bound.
 	conn atomic.Pointer[trackedConn]
-	// deadline is the current call's deadline (see roundTripGuarded).
-	deadline time.Time
+	// deadline is the current call's deadline and begun when it began, on
+	// the walk's clock (see roundTripGuarded).
+	deadline, begun time.Time
 	// stream is the connection under the current call's streamed answer,
 	// if any (see streamConn).
 	stream streamConn
@@ -118,6 +119,7 @@ func (g *callGuard) stop() {
 	}
 	g.conn.Store(nil)
 	g.client = nil
+	g.deadline, g.begun = time.Time{}, time.Time{}
 }
 
 // fire runs on the timer's goroutine: the walk is still running after

@@ -56,10 +56,15 @@ func (connTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 // while the request is written and the answer read. A streamed answer's
 // connection stays bound and held by g (holdStream) once its headers are
 // read. g.deadline is the call's deadline (what DoDeadline turned into
-// req's timeout).
+// req's timeout) and g.begun when the call began, a few microseconds ago:
+// the connection wait and the write deadline are counted from it rather
+// than from two more clock reads.
 func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, g *callGuard) (bool, error) {
-	deadline := g.deadline
-	cc, err := hc.AcquireConn(time.Until(deadline), req.ConnectionClose())
+	deadline, begun := g.deadline, g.begun
+	if begun.IsZero() {
+		begun = time.Now() // a guard armed by hand (tests)
+	}
+	cc, err := hc.AcquireConn(deadline.Sub(begun), req.ConnectionClose())
 	if err != nil {
 		return false, err
 	}
@@ -70,7 +75,7 @@ func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fast
 
 	writeDeadline := deadline
 	if hc.WriteTimeout > 0 {
-		if d := time.Now().Add(hc.WriteTimeout); d.Before(writeDeadline) {
+		if d := begun.Add(hc.WriteTimeout); d.Before(writeDeadline) {
 			writeDeadline = d
 		}
 	}

@@ -424,7 +424,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		attemptDeadline = w.deadline
 	}
 	g := w.watch()
-	g.deadline = attemptDeadline
+	g.deadline, g.begun = attemptDeadline, t0
 	req.SetUserValue(guardKey, g)
 	w.res.Attempts++
 	err := t.client().DoDeadline(req, resp, attemptDeadline)
