@@ -57,8 +57,8 @@ func (connTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 // connection stays bound and held by g (holdStream) once its headers are
 // read. g.deadline is the call's deadline (what DoDeadline turned into
 // req's timeout) and g.begun when the call began, a few microseconds ago:
-// the connection wait and the write deadline are counted from it rather
-// than from two more clock reads.
+// the connection wait, and the write deadline on a pooled connection, are
+// counted from it rather than from two more clock reads.
 func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, g *callGuard) (bool, error) {
 	deadline, begun := g.deadline, g.begun
 	if begun.IsZero() {
@@ -75,6 +75,12 @@ func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fast
 
 	writeDeadline := deadline
 	if hc.WriteTimeout > 0 {
+		if tc == nil || tc.starts == 1 {
+			// Freshly dialed (ParseNetConn counted its first request): the
+			// connect may have taken a while, and the write gets its whole
+			// WriteTimeout from now.
+			begun = time.Now()
+		}
 		if d := begun.Add(hc.WriteTimeout); d.Before(writeDeadline) {
 			writeDeadline = d
 		}
