@@ -4,12 +4,16 @@
 GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test vet staticcheck bench demo image clean
+.PHONY: all build test fmt vet staticcheck bench demo image clean
 
 all: build
 
 build:
 	$(GO) build -o switchyard .
+
+# fmt fails when gofmt would change a file (and lists them).
+fmt:
+	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt would change:"; echo "$$files"; exit 1; fi
 
 vet:
 	$(GO) vet ./...
@@ -20,7 +24,7 @@ staticcheck:
 # test runs the race-detector suite, then the zero-allocation and
 # stack-depth tests once more without -race: they are built only without it
 # (the race detector allocates and deepens stacks), so -race alone skips them.
-test: vet staticcheck
+test: fmt vet staticcheck
 	$(GO) test -race -shuffle=on -timeout 15m ./...
 	$(GO) test -count=1 -run 'Alloc|ReuseBuffers|CommittedStreamStack' ./...
 

@@ -49,7 +49,7 @@ func (l *Lazy) Skip(t time.Time) bool {
 		return false
 	}
 	lead := time.Duration(l.mono - Mono()) // left until the armed one fires
-	return lead > 0 && late <= lead/63 // not 63*late: a far deadline would overflow
+	return lead > 0 && late <= lead/63     // not 63*late: a far deadline would overflow
 }
 
 // Armed records that t is now armed.

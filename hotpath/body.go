@@ -37,7 +37,7 @@ var errBodyTooLarge = errors.New("request body too large")
 type bodyBuf struct{ b []byte }
 
 const (
-	minBodyShift = 9 // 512 B
+	minBodyShift = 9  // 512 B
 	maxBodyShift = 24 // 16 MiB, over the default 10 MiB limit
 )
 
