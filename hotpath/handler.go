@@ -133,8 +133,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	st := g.Load() // once: the whole request runs on this config
 	r := routeOf(rc.URI().PathOriginal())
 	var h head
-	h.scan(&rc.Request.Header)
-	if why := screenHead(rc, st, &h, g.onLoopback(rc)); why != refusedNone {
+	if why := g.screenRequest(rc, st, &h); why != refusedNone {
 		g.refuse(rc, r, why, true)
 		return
 	}

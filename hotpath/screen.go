@@ -41,6 +41,13 @@ const (
 	codeOriginNotAllowed = "origin_not_allowed"
 )
 
+// screenRequest reads rc's header section into h (the one pass every later
+// reader uses) and screens the request against st.
+func (g *Gateway) screenRequest(rc *fasthttp.RequestCtx, st *State, h *head) refusal {
+	h.scan(&rc.Request.Header)
+	return screenHead(rc, st, h, g.onLoopback(rc))
+}
+
 // screenHead checks the head of a request, h being its header section
 // (head.scan), against st (nil: no configuration, so no allowed hosts or
 // origins); loopback is whether its connection was accepted on a loopback

@@ -117,8 +117,7 @@ func (g *Gateway) expectContinue(rc *fasthttp.RequestCtx) int {
 	st := g.Load()
 	r := routeOf(rc.URI().PathOriginal())
 	var h head
-	h.scan(&rc.Request.Header)
-	if why := screenHead(rc, st, &h, g.onLoopback(rc)); why != refusedNone {
+	if why := g.screenRequest(rc, st, &h); why != refusedNone {
 		setRequestID(rc)
 		g.refuse(rc, r, why, false)
 		return rc.Response.StatusCode()

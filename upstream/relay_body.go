@@ -245,11 +245,7 @@ func (s *relayBody) release() {
 		// br.Discard reads like io.Copy to io.Discard through a
 		// LimitReader (until EOF, an error or maxDrain bytes) but without
 		// allocating the LimitReader.
-		if s.br == nil {
-			s.br = readerPool.Get().(*bufio.Reader)
-			s.br.Reset(s.src)
-		}
-		s.br.Discard(maxDrain) //nolint:errcheck
+		s.takeReader().Discard(maxDrain) //nolint:errcheck
 	}
 	if s.client != nil {
 		// fasthttp still has to write the body's last chunk after this:
