@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
@@ -307,10 +306,3 @@ func adapterFor(provider string) (Adapter, error) {
 	}
 	return nil, fmt.Errorf("provider %q not built", provider)
 }
-
-// stringBytes returns the bytes of s without copying; they must not be modified.
-func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
-
-// bytesString returns b as a string without copying; b must not change
-// while the string is in use.
-func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

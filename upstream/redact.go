@@ -3,6 +3,8 @@ package upstream
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // redactedSecret replaces a target's credential in bytes headed to a client.
@@ -189,7 +191,7 @@ func escapeHead(b []byte) (c byte, width int) {
 	}
 	switch b[1] {
 	case 'u':
-		r := hex4(b[2:])
+		r := byteconv.Hex4(b[2:])
 		switch {
 		case r < 0:
 			return '\\', 1
@@ -257,7 +259,7 @@ func decodeEscape(b []byte) (enc [utf8.UTFMax]byte, n, width int) {
 	case 't':
 		enc[0] = '\t'
 	case 'u':
-		r := hex4(b[2:])
+		r := byteconv.Hex4(b[2:])
 		if r < 0 {
 			return enc, 0, 0
 		}
@@ -267,7 +269,7 @@ func decodeEscape(b []byte) (enc [utf8.UTFMax]byte, n, width int) {
 		}
 		width = 6
 		if 0xD800 <= r && r < 0xDC00 && len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
-			if lo := hex4(b[8:]); 0xDC00 <= lo && lo < 0xE000 {
+			if lo := byteconv.Hex4(b[8:]); 0xDC00 <= lo && lo < 0xE000 {
 				r, width = 0x10000+(r-0xD800)<<10+(lo-0xDC00), 12
 			}
 		}
@@ -277,33 +279,3 @@ func decodeEscape(b []byte) (enc [utf8.UTFMax]byte, n, width int) {
 	}
 	return enc, 1, 2
 }
-
-// hex4 returns the value of the four hex digits (either case) at the
-// start of b, or -1.
-func hex4(b []byte) int {
-	if len(b) < 4 {
-		return -1
-	}
-	d0, d1, d2, d3 := unhex[b[0]], unhex[b[1]], unhex[b[2]], unhex[b[3]]
-	if d0|d1|d2|d3 < 0 {
-		return -1
-	}
-	return int(d0)<<12 | int(d1)<<8 | int(d2)<<4 | int(d3)
-}
-
-// unhex maps a hex digit (either case) to its value, any other byte to -1.
-var unhex = func() (t [256]int8) {
-	for c := range t {
-		switch {
-		case '0' <= c && c <= '9':
-			t[c] = int8(c - '0')
-		case 'a' <= c && c <= 'f':
-			t[c] = int8(c - 'a' + 10)
-		case 'A' <= c && c <= 'F':
-			t[c] = int8(c - 'A' + 10)
-		default:
-			t[c] = -1
-		}
-	}
-	return t
-}()

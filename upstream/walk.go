@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // Response headers set by Walk on every proxied response (SPEC §3). The hot
@@ -562,8 +564,8 @@ func errClass(err error) Class {
 // headers sets the X-Gateway-* response headers for the last member.
 func (w *walk) headers(t *Target) {
 	h := &w.rc.Response.Header
-	h.SetCanonical(headerTarget, stringBytes(t.Name))
-	h.SetCanonical(headerProvider, stringBytes(t.Provider))
+	h.SetCanonical(headerTarget, byteconv.Bytes(t.Name))
+	h.SetCanonical(headerProvider, byteconv.Bytes(t.Provider))
 	setModelHeader(h, t.UpstreamModel(w.call.Model))
 	var buf [20]byte
 	h.SetCanonical(headerAttempts, strconv.AppendInt(buf[:0], int64(w.res.Attempts), 10))
