@@ -384,9 +384,17 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		}
 	}()
 	model := t.UpstreamModel(w.call.Model)
-	ad := adapterOfSurface(t.Adapter, w.call.Surface)
+	ad := adapterOfModel(adapterOfSurface(t.Adapter, w.call.Surface), model)
 	if err := ad.BuildRequest(req, &t.Endpoint, w.call, model); err != nil {
 		fasthttp.ReleaseRequest(req)
+		if err == ErrNoToken {
+			// No access token: a transport failure of this target.
+			t0 := w.now
+			w.now = w.clk.now() // the first fetch may have been waited for
+			o = outcome{class: ClassTransport}
+			w.done(t, ticket, o, t0)
+			return o, false
+		}
 		// Not an upstream call: the request cannot be expressed for this
 		// provider. A client error, neutral for the breaker.
 		w.pending = false
