@@ -132,8 +132,12 @@ func explain(args []string, stdout, stderr io.Writer) int {
 			candidates = append(candidates, ts.Name)
 		}
 		servesModel = servesModel || m
-		fmt.Fprintf(stdout, "member %s: provider %s, serves model %s, serves surface %s: %s\n",
-			ts.Name, ts.Provider, yesNo(m), yesNo(s), verdict)
+		up := *model
+		if v, ok := cfg.Targets[t].ModelMap[*model]; ok {
+			up = v
+		}
+		fmt.Fprintf(stdout, "member %s: provider %s%s, serves model %s, serves surface %s: %s\n",
+			ts.Name, ts.Provider, providerDetail(&cfg.Targets[t], up), yesNo(m), yesNo(s), verdict)
 	}
 	switch {
 	case len(candidates) > 0:
