@@ -2,6 +2,9 @@ package mock
 
 import (
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -32,8 +35,9 @@ import (
 //   - token endpoints: POST /token (Google's JWT-bearer grant) and
 //     POST /{tenant}/oauth2/v2.0/token (Entra ID client credentials).
 //
-// OpenAI-shaped answers come from an inner Server (its Fail injects
-// failures there); FailClaude injects them on rawPredict. A request with a
+// OpenAI-shaped answers come from an inner Server (its Fail, and its
+// /_mock/ admin endpoints, inject failures there); FailClaude injects them
+// on rawPredict. A request with a
 // wrong credential is 401. It never echoes a credential unless told to
 // (CloudOptions.EchoAuth, for redaction tests).
 type Cloud struct {
@@ -109,6 +113,8 @@ func (c *Cloud) ClaudeCalls() int64 { return c.claudeCalls.Load() }
 func (c *Cloud) handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	switch {
+	case strings.HasPrefix(path, "/_mock/"): // the inner mock's admin endpoints
+		c.inner.Handler(ctx)
 	case path == "/token" || strings.HasSuffix(path, "/oauth2/v2.0/token"):
 		c.token(ctx, path != "/token")
 	case strings.HasPrefix(path, "/openai/deployments/"):
@@ -271,4 +277,20 @@ func (c *Cloud) claude(ctx *fasthttp.RequestCtx, path string) {
 		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
 		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n" +
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+}
+
+// ServiceAccountKey returns a fresh service-account key (JSON) whose
+// token_uri is tokenURI, for a vertex target in front of this mock.
+func ServiceAccountKey(tokenURI string) ([]byte, error) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]string{"type": "service_account", "project_id": "demo-project",
+		"private_key_id": "mock", "private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email": "switchyard@demo-project.iam.gserviceaccount.com", "client_id": "1", "token_uri": tokenURI})
 }
