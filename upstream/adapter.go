@@ -1,6 +1,7 @@
 // Package upstream owns everything about talking to a provider: one
 // fasthttp.HostClient per target, provider adapters (OpenAI pass-through,
-// Anthropic, Bedrock), the chain walk, retry, circuit breaker, 429 park,
+// Anthropic, Bedrock, Azure OpenAI, Vertex AI, Gemini; see adapters.go),
+// OAuth token sources, the chain walk, retry, circuit breaker, 429 park,
 // concurrency queue and failure classification. It never imports hotpath.
 package upstream
 

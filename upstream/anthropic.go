@@ -6,12 +6,9 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
 
-	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/internal/byteconv"
 	"github.com/switchyard/switchyard/router"
 )
-
-func init() { adapterFactories[config.ProviderAnthropic] = newAnthropicAdapter }
 
 // anthropicVersion is the Messages API version header the adapter speaks.
 const anthropicVersion = "2023-06-01"

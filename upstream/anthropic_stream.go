@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"io"
 	"strings"
+
+	"github.com/switchyard/switchyard/router"
 )
 
 // NewStream returns a decoder of Anthropic's Messages SSE stream.
@@ -185,7 +187,7 @@ func (s *sseReader) readLine(r *bufio.Reader, limit int) ([]byte, int, error) {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(s.line)+len(chunk) > limit {
-			return nil, 0, oversizedEvent()
+			return nil, 0, oversizedEvent(router.SurfaceChat)
 		}
 		if err == bufio.ErrBufferFull {
 			s.line = append(s.line, chunk...)

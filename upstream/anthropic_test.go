@@ -453,22 +453,6 @@ func TestAnthropicMalformedAnswers(t *testing.T) {
 	}
 }
 
-func TestAdaptersRegistered(t *testing.T) {
-	for _, name := range []string{"anthropic", "bedrock"} {
-		f := adapterFactories[name]
-		if f == nil {
-			t.Fatalf("%s adapter not registered", name)
-		}
-		want := router.SurfaceSet(1 << router.SurfaceChat)
-		if name == "anthropic" {
-			want |= 1 << router.SurfaceMessages
-		}
-		if f().Surfaces() != want {
-			t.Errorf("%s: wrong adapter registered", name)
-		}
-	}
-}
-
 // The role chunk of message_start is held back until the first frame with
 // content, so that an error before any content reaches the walk from the
 // first Next with no frame (before the commit: failover-safe, SPEC §4.6).

@@ -16,14 +16,9 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
 
-	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/internal/byteconv"
 	"github.com/switchyard/switchyard/router"
 )
-
-func init() {
-	adapterFactories[config.ProviderBedrock] = newBedrockAdapter
-}
 
 // bedrockAdapter translates OpenAI chat completions to Bedrock's Converse
 // API (POST {base_url}/model/{modelId}/converse, /converse-stream) and back.

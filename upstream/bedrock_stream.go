@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+
+	"github.com/switchyard/switchyard/router"
 )
 
 // NewStream returns a decoder of a ConverseStream answer
@@ -96,7 +98,7 @@ func checkPrelude(r *bufio.Reader) error {
 		return malformedEvent()
 	}
 	if total > maxSSEEvent {
-		return oversizedEvent()
+		return oversizedEvent(router.SurfaceChat)
 	}
 	return nil
 }

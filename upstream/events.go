@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/valyala/fastjson"
@@ -34,10 +33,7 @@ var (
 	messagesEvents  = &eventDecoder{surface: router.SurfaceMessages}
 )
 
-var (
-	sseEventField = []byte("event:")
-	sseDoneData   = []byte("[DONE]")
-)
+var sseEventField = []byte("event:")
 
 // Next implements StreamDecoder. The events that only open a stream
 // (response.created and response.in_progress; message_start and a ping
@@ -87,7 +83,7 @@ func (d *eventDecoder) read(dst []byte, r *bufio.Reader) (out, name, data []byte
 			chunk, err = r.ReadSlice('\n')
 			dst = append(dst, chunk...)
 			if len(dst)-evStart > maxSSEEvent {
-				return dst[:evStart], nil, nil, d.oversized()
+				return dst[:evStart], nil, nil, oversizedEvent(d.surface)
 			}
 			if err != bufio.ErrBufferFull {
 				break
@@ -180,7 +176,7 @@ func (d *eventDecoder) event(dst, name, data []byte) ([]byte, error) {
 	case "error", "response.failed":
 		return dst, responsesStreamError(data)
 	}
-	if bytes.Equal(data, sseDoneData) { // an OpenAI-compatible server's habit
+	if string(data) == doneData { // an OpenAI-compatible server's habit
 		return dst, io.EOF
 	}
 	return dst, nil
@@ -196,13 +192,6 @@ func dataType(data []byte) []byte {
 	}
 	// A copy: the parser goes back to its pool.
 	return append([]byte(nil), v.GetStringBytes("type")...)
-}
-
-// oversized is oversizedEvent in the surface's envelope.
-func (d *eventDecoder) oversized() *StreamError {
-	return &StreamError{Class: ClassTransport, Status: 502,
-		Body: AppendSurfaceError(nil, d.surface, 502, "upstream stream event exceeds "+strconv.Itoa(maxSSEEvent)+" bytes",
-			TypeUpstream, CodeUpstreamError)}
 }
 
 // messagesStreamError classifies a Messages API error event,

@@ -309,11 +309,8 @@ func cloneMap(m map[string]string) map[string]string {
 
 // adapterFor returns the adapter of a provider.
 func adapterFor(provider string) (Adapter, error) {
-	if provider == config.ProviderOpenAI {
-		return openAIAdapter{}, nil
-	}
-	if f := adapterFactories[provider]; f != nil {
-		return f(), nil
+	if a := adapters[provider]; a != nil {
+		return a, nil
 	}
 	return nil, fmt.Errorf("provider %q not built", provider)
 }

@@ -8,6 +8,9 @@ import (
 	"sync"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
+	"github.com/switchyard/switchyard/router"
 )
 
 // sseDecoder relays an OpenAI-compatible SSE stream event by event, byte
@@ -45,9 +48,11 @@ func releaseDecoder(d StreamDecoder) {
 	}
 }
 
-var (
-	sseDoneFrame  = []byte("data: [DONE]\n\n")
-	sseDonePrefix = []byte("[DONE]")
+// doneData is the data of OpenAI's terminal stream event, and doneFrame
+// that event as the gateway writes it.
+const (
+	doneData  = "[DONE]"
+	doneFrame = "data: " + doneData + "\n\n"
 )
 
 // maxSSEEvent bounds one upstream SSE event (all its lines). OpenAI-style
@@ -57,11 +62,12 @@ var (
 const maxSSEEvent = 8 << 20
 
 // oversizedEvent is the error of an upstream stream event (an SSE event, an
-// Anthropic event, a Bedrock frame) over maxSSEEvent bytes: a transport
-// failure, failover-safe before the commit and an error frame after it.
-func oversizedEvent() *StreamError {
+// Anthropic event, a Bedrock frame) over maxSSEEvent bytes, in surface s's
+// envelope: a transport failure, failover-safe before the commit and an
+// error frame after it.
+func oversizedEvent(s router.Surface) *StreamError {
 	return &StreamError{Class: ClassTransport, Status: 502,
-		Body: AppendError(nil, "upstream stream event exceeds "+strconv.Itoa(maxSSEEvent)+" bytes",
+		Body: AppendSurfaceError(nil, s, 502, "upstream stream event exceeds "+strconv.Itoa(maxSSEEvent)+" bytes",
 			TypeUpstream, CodeUpstreamError)}
 }
 
@@ -77,7 +83,7 @@ func (d *sseDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 			chunk, err = r.ReadSlice('\n')
 			dst = append(dst, chunk...)
 			if len(dst)-evStart > maxSSEEvent {
-				return dst[:evStart], oversizedEvent()
+				return dst[:evStart], oversizedEvent(router.SurfaceChat)
 			}
 			if err != bufio.ErrBufferFull {
 				break
@@ -99,8 +105,8 @@ func (d *sseDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 				continue
 			}
 			payload := dst[dataAt:dataEnd]
-			if bytes.HasPrefix(payload, sseDonePrefix) && len(bytes.TrimSpace(payload)) == len(sseDonePrefix) {
-				return append(dst[:evStart], sseDoneFrame...), io.EOF
+			if bytes.HasPrefix(payload, byteconv.Bytes(doneData)) && len(bytes.TrimSpace(payload)) == len(doneData) {
+				return append(dst[:evStart], doneFrame...), io.EOF
 			}
 			if se := errorEvent(payload); se != nil {
 				return dst[:evStart], se

@@ -293,8 +293,6 @@ func (w *chunkWriter) usage(dst []byte, u usage) []byte {
 	return append(dst, "}\n\n"...)
 }
 
-const doneFrame = "data: [DONE]\n\n"
-
 // errTruncated is the message of a stream that ended before its terminal event.
 var errTruncated = errors.New("upstream stream ended before its final event")
 
