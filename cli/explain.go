@@ -62,7 +62,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		HasTools: *tools,
 	}
 	// The gateway reads X-Gateway-Metadata on chat-like surfaces only and
-	// neither parses nor validates it elsewhere (SPEC §4.2); so does explain.
+	// neither parses nor validates it elsewhere (README, Routing 2); so does explain.
 	rich := surface.ChatLike()
 	if rich && *metadata != "" {
 		var p router.MetadataParser

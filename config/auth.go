@@ -13,7 +13,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// Auth is the client keys block (SPEC §7). Without it (no keys) the gateway
+// Auth is the client keys block (README, Client keys). Without it (no keys) the gateway
 // is open to whoever reaches its listener.
 type Auth struct {
 	// Keys are the client keys, in declared order; non-empty after a
@@ -25,7 +25,7 @@ type Auth struct {
 func (a *Auth) Enabled() bool { return len(a.Keys) > 0 }
 
 // MaxKeyMetadata is the most metadata entries a key may bind: the most an
-// X-Gateway-Metadata header may carry (SPEC §4.2).
+// X-Gateway-Metadata header may carry (README, Routing 2).
 const MaxKeyMetadata = 32
 
 // maxKeyName bounds a key's name, a label in every access line and metric.

@@ -8,7 +8,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// ProviderSurfaces returns the surfaces a provider serves (SPEC §3): openai
+// ProviderSurfaces returns the surfaces a provider serves (README, Routing 4): openai
 // serves every surface but messages; anthropic serves chat and messages;
 // bedrock serves chat only. An unknown provider serves none.
 func ProviderSurfaces(provider string) router.SurfaceSet {

@@ -1,5 +1,5 @@
 // Package config loads and validates Switchyard's YAML configuration
-// (SPEC §2). Loading has four phases: a strict decode of the YAML syntax tree
+// (README, Configuration reference). Loading has four phases: a strict decode of the YAML syntax tree
 // (unknown or duplicate keys and wrong types are problems with line:col),
 // ${VAR} interpolation of string values, defaults, and a semantic pass. Every
 // problem of every phase is collected with its YAML path and returned at once
@@ -18,7 +18,7 @@ type Config struct {
 	// Targets is non-empty after a successful load; Targets[0] is the
 	// no-match fallback.
 	Targets []Target `yaml:"targets"`
-	// Auth holds the client keys (SPEC §7); no keys = an open gateway.
+	// Auth holds the client keys (README, Client keys); no keys = an open gateway.
 	Auth Auth `yaml:"auth"`
 
 	// File is the path the config was read from ("" when parsed from memory).
@@ -86,7 +86,7 @@ type Strategy struct {
 	Conditions []Condition `yaml:"conditions"`
 }
 
-// Condition keys (SPEC §2).
+// Condition keys (README, Configuration reference).
 const (
 	KeyModel       = "model"
 	KeyModelPrefix = "model_prefix"
@@ -124,7 +124,7 @@ func (c *Condition) Chain() []string {
 	return c.TargetKeys
 }
 
-// Providers (SPEC §2).
+// Providers (README, Configuration reference).
 const (
 	ProviderOpenAI    = "openai"
 	ProviderAnthropic = "anthropic"
@@ -182,7 +182,7 @@ type Retry struct {
 	InitialBackoffMs int `yaml:"initial_backoff_ms"`
 }
 
-// CircuitBreaker configures the per-target breaker (SPEC §4.7).
+// CircuitBreaker configures the per-target breaker (README, Routing 7).
 type CircuitBreaker struct {
 	// FailureThreshold is the consecutive counted failures that open it.
 	// Default 5.

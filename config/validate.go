@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Provider defaults (SPEC §2). The bedrock URL takes the target's region.
+// Provider defaults (README, Configuration reference). The bedrock URL takes the target's region.
 const (
 	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
 	DefaultAnthropicBaseURL = "https://api.anthropic.com"
@@ -83,7 +83,7 @@ func (d *decoder) applyTargetDefaults(cfg *Config) {
 	}
 }
 
-// validate is phase 4: the semantic checks of SPEC §2 "Load-time
+// validate is phase 4: the semantic checks of README, Configuration reference "Load-time
 // validation". It reports every problem; none stops the others.
 func (d *decoder) validate(cfg *Config) {
 	d.validateServer(cfg)

@@ -1,6 +1,6 @@
 // Package daemon runs the gateway process: it loads the configuration,
-// serves it, reloads it on SIGHUP and drains on SIGTERM/SIGINT (SPEC §1,
-// §6). It is the only place that owns the listener, the fasthttp.Server,
+// serves it, reloads it on SIGHUP and drains on SIGTERM/SIGINT (README, Command line;
+// Reload and shutdown). It is the only place that owns the listener, the fasthttp.Server,
 // the upstream.Pool and the hotpath.Gateway together.
 //
 // Daemon is the in-process form (tests drive it directly); Run wraps it

@@ -30,7 +30,7 @@ type State struct {
 	ModelsBody []byte
 
 	// maxRequestBytes is Config.Server.MaxRequestBytes and requestTimeout
-	// is Config.Server.RequestTimeout, each replaced by the SPEC default
+	// is Config.Server.RequestTimeout, each replaced by the documented default
 	// when zero (a Config built by hand rather than loaded).
 	maxRequestBytes int
 	requestTimeout  time.Duration
@@ -90,7 +90,7 @@ func lowerAll(ss []string) []string {
 	return out
 }
 
-// appendModels appends the /v1/models body (SPEC §5) to dst; data is never
+// appendModels appends the /v1/models body (README, Errors) to dst; data is never
 // null.
 func appendModels(dst []byte, models []router.ModelInfo, created int64) []byte {
 	dst = append(dst, `{"object":"list","data":[`...)
@@ -129,7 +129,7 @@ type Gateway struct {
 	Metrics func(rc *fasthttp.RequestCtx)
 	// Finished, when set, receives one record per answered request once
 	// its answer is complete: for the access log and the request counters
-	// (SPEC §6). Every answer gets exactly one record except a GET or HEAD
+	// (README, Metrics and logs). Every answer gets exactly one record except a GET or HEAD
 	// of the gateway's own endpoints (/v1/models, /healthz, /readyz,
 	// /metrics: probes and scrapes, neither logged nor counted) and a
 	// panic's 500 (see Panicked). It is called from the handler, from the

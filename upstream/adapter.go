@@ -12,7 +12,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// Class classifies the outcome of one attempt (SPEC §4.5, §4.7).
+// Class classifies the outcome of one attempt (README, Routing 5 and 7).
 type Class uint8
 
 // Classes. The zero value is ClassOK.

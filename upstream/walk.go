@@ -11,7 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Response headers set by Walk on every proxied response (SPEC §3). The hot
+// Response headers set by Walk on every proxied response (README, HTTP surface and headers). The hot
 // path sets X-Gateway-Rule and X-Request-Id itself.
 const (
 	HeaderTarget   = "X-Gateway-Target"
@@ -93,7 +93,7 @@ func (NopObserver) Failover(*Target, Class) {}
 func (NopObserver) StreamEnd(Result, time.Duration) {}
 
 // Walk sends call to the members of chain in order and writes the final
-// answer — success, the upstream's own 4xx, or the SPEC §5 error — into
+// answer — success, the upstream's own 4xx, or the README, Errors error — into
 // rc's response, with the X-Gateway-Target/-Provider/-Model/-Attempts
 // headers. chain must already hold only the candidates that serve the model
 // and surface (the rule's members, in order): Walk never calls anything
@@ -591,7 +591,7 @@ func setModelHeader(h *fasthttp.ResponseHeader, model []byte) {
 	h.SetCanonical(headerModel, model)
 }
 
-// fail writes the final error of a walk that found no answer (SPEC §5), in
+// fail writes the final error of a walk that found no answer (README, Errors), in
 // the envelope of the call's surface.
 func (w *walk) fail() {
 	o := w.last

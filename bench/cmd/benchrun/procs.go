@@ -213,7 +213,7 @@ func gatewayYAML(addr string, reduceMemory bool, targets []gwTarget, rules [][2]
 func (b *bench) mockURL(p *harness.Proc) string { return "http://" + p.Addr + "/v1" }
 
 // clientKeysYAML makes the gateway require the key every scenario's
-// authHeader presents (SPEC §7), so the keyed row pays for reading,
+// authHeader presents (README, Client keys), so the keyed row pays for reading,
 // hashing and looking it up and for the key's metrics.
 const clientKeysYAML = "auth:\n  keys:\n    - name: bench\n      key: " + benchClientKey + "\n"
 
