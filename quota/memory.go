@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,30 @@ import (
 // Fields are accessed atomically.
 type counters struct {
 	c [NumKinds]atomic.Int64
+	// lim[k] is the limit a rate's tat was last computed for: when a
+	// reload changes the limit, the bucket is rescaled so it keeps the
+	// units it owes, not the time (see rescale).
+	lim [NumKinds]atomic.Int64
+}
+
+// rescale converts rate k's bucket to limit lim at now: a bucket owing d
+// units at the old limit owes d units at the new one.
+func (c *counters) rescale(k Kind, lim, now int64) {
+	old := c.lim[k].Swap(lim)
+	if old == 0 || old == lim {
+		return
+	}
+	for {
+		tat := c.c[k].Load()
+		if tat <= now {
+			return
+		}
+		hi, lo := bits.Mul64(uint64(tat-now), uint64(old))
+		owed, _ := bits.Div64(hi, lo, uint64(rateWindow)) // units owed at the old limit
+		if c.c[k].CompareAndSwap(tat, now+unitsNS(int64(owed), lim)) {
+			return
+		}
+	}
 }
 
 // Memory is the in-process store: counters by subject, shared by every
@@ -101,6 +126,9 @@ func reserveMem(c *counters, lim *[NumKinds]int64, kinds []Kind, tokens int64, n
 		n := cost(k, tokens)
 		a := &c.c[k]
 		if k.Rate() {
+			if c.lim[k].Load() != lim[k] {
+				c.rescale(k, lim[k], ns)
+			}
 			ok, tat, wait := bucketTake(a, lim[k], n, ns)
 			if !ok {
 				r.deny(k, time.Duration(wait))

@@ -199,9 +199,9 @@ func (q *Quotas) probe() {
 		if err := q.redis.ping(); err != nil {
 			continue
 		}
-		q.down.Store(false)
 		q.metrics.setMode(ModeRedis)
 		q.log.Info().Msg("quota store answers again; counting on it")
+		q.down.Store(false)
 		return
 	}
 }

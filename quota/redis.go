@@ -72,7 +72,7 @@ for i = 1, #KEYS do
   local lim = tonumber(ARGV[3*i-1])
   local c = math.min(tonumber(ARGV[3*i]), lim)
   if kind == 0 then
-    local tat = tonumber(redis.call('GET', KEYS[i]) or '0')
+    local tat = rate_tat(KEYS[i], lim)
     if tat < now then tat = now end
     local nt = tat + math.ceil(c * W / lim)
     if nt - now > W then return {0, i, nt - now - W, day, month} end
@@ -96,7 +96,7 @@ end
 for i = 1, #KEYS do
   local kind = tonumber(ARGV[3*i-2])
   if kind == 0 then
-    redis.call('SET', KEYS[i], string.format('%.0f', newv[i]), 'PX', math.ceil((newv[i] - now) / 1000) + 1000)
+    redis.call('SET', KEYS[i], string.format('%.0f:%.0f', newv[i], tonumber(ARGV[3*i-1])), 'PX', math.ceil((newv[i] - now) / 1000) + 1000)
   else
     local w = day
     if kind == 2 then w = month end
@@ -119,7 +119,7 @@ for i = 1, #KEYS do
   local wres = tonumber(ARGV[5*i])
   if kind == 0 then
     if delta ~= 0 then
-      local tat = tonumber(redis.call('GET', KEYS[i]) or '0')
+      local tat = rate_tat(KEYS[i], lim)
       local nt = nil
       if delta > 0 then
         nt = math.max(tat, now) + math.ceil(delta * W / lim)
@@ -127,7 +127,7 @@ for i = 1, #KEYS do
         nt = math.max(tat - math.floor(-delta * W / lim), now)
       end
       if nt ~= nil then
-        redis.call('SET', KEYS[i], string.format('%.0f', nt), 'PX', math.ceil((nt - now) / 1000) + 1000)
+        redis.call('SET', KEYS[i], string.format('%.0f:%.0f', nt, lim), 'PX', math.ceil((nt - now) / 1000) + 1000)
       end
     end
   else
@@ -167,6 +167,19 @@ local m = mp + 3
 if mp >= 10 then m = mp - 9 end
 if m <= 2 then y = y + 1 end
 local month = y * 12 + m - 1
+-- rate_tat reads a bucket ("tat:limit") for limit lim: one written for
+-- another limit (a reload changed it) keeps the units it owes.
+local function rate_tat(key, lim)
+  local v = redis.call('GET', key)
+  if not v then return 0 end
+  local tat, old = string.match(v, '^(%d+):(%d+)$')
+  tat, old = tonumber(tat), tonumber(old)
+  if not tat then return 0 end
+  if old ~= lim and tat > now then
+    tat = now + math.ceil(math.floor((tat - now) * old / W) * W / lim)
+  end
+  return tat
+end
 `
 
 // Redis is the shared store: one script call per subject per check, on the

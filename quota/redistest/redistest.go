@@ -145,8 +145,12 @@ func (s *Server) Do(args ...string) string {
 	}
 	line = strings.TrimRight(line, "\r\n")
 	if strings.HasPrefix(line, "$") && line != "$-1" {
-		v, _ := r.ReadString('\n')
-		return strings.TrimRight(v, "\r\n")
+		n, _ := strconv.Atoi(line[1:])
+		v := make([]byte, n+2)
+		if _, err := io.ReadFull(r, v); err != nil {
+			s.t.Fatal(err)
+		}
+		return string(v[:n])
 	}
 	if strings.HasPrefix(line, "*") { // an array: its first bulk element
 		n, _ := strconv.Atoi(line[1:])
