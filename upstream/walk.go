@@ -261,7 +261,10 @@ func (w *walk) member(t *Target) bool {
 	if q := w.call.Quota; q != nil {
 		if wait, ok := q.Enter(t.Name); !ok {
 			w.obs.Skip(t, ClassQuota)
-			w.quotaWait, w.last = wait, outcome{class: ClassQuota}
+			if w.last.class != ClassQuota || wait < w.quotaWait {
+				w.quotaWait = wait // the soonest any skipped member has room
+			}
+			w.last = outcome{class: ClassQuota}
 			return false
 		}
 	}
