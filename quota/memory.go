@@ -30,9 +30,14 @@ func (c *counters) rescale(k Kind, lim, now int64) {
 		if tat <= now {
 			return
 		}
+		// (tat-now) × old / 60 s units are owed; at lim they take
+		// (tat-now) × old / lim of time.
 		hi, lo := bits.Mul64(uint64(tat-now), uint64(old))
-		owed, _ := bits.Div64(hi, lo, uint64(rateWindow)) // units owed at the old limit
-		if c.c[k].CompareAndSwap(tat, now+unitsNS(int64(owed), lim)) {
+		if hi >= uint64(lim) {
+			return
+		}
+		d, _ := bits.Div64(hi, lo, uint64(lim))
+		if c.c[k].CompareAndSwap(tat, now+int64(min(d, uint64(rateWindow)*2))) {
 			return
 		}
 	}
@@ -101,6 +106,8 @@ type Reservation struct {
 	Remaining [2]int64
 	Reset     [2]time.Duration
 
+	// budgetRoom is what each budget had left after a Redis check.
+	budgetRoom [NumKinds]int64
 	held       [NumKinds]int64
 	day, month int64
 	src        source

@@ -136,6 +136,9 @@ func (q *Quotas) reserve(s *Subject, tokens int64, r *Reservation) {
 		err := q.redis.reserve(s, tokens, now, r)
 		if err == nil {
 			r.src = srcRedis
+			if r.OK {
+				seedLocal(s, r, now)
+			}
 			return
 		}
 		*r = Reservation{}
@@ -358,4 +361,26 @@ func (p *Plan) room(s *Subject) Room {
 		r.Left, r.Known = roomMem(s.loc, &s.local, s.kinds, now), true
 	}
 	return r
+}
+
+// seedLocal copies what a Redis check reported into the subject's local
+// fallback counters, so a switch to local counting continues from the
+// deployment's state instead of a fresh burst: a rate's bucket is as full
+// (a GCRA bucket's time to full is the same at limit ÷ replicas), and a
+// budget has used its share, used ÷ replicas. A few atomic stores.
+func seedLocal(s *Subject, r *Reservation, now time.Time) {
+	if s.loc == nil {
+		return
+	}
+	ns := now.UnixNano()
+	for _, k := range s.kinds {
+		if k.Rate() {
+			s.loc.c[k].Store(ns + int64(r.Reset[k]))
+			s.loc.lim[k].Store(s.local[k])
+			continue
+		}
+		used := s.Limit[k] - r.budgetRoom[k]
+		share := (used*s.local[k] + s.Limit[k] - 1) / s.Limit[k]
+		s.loc.c[k].Store(r.window(k)<<usedBits | min(max(share, 0), usedMax))
+	}
 }

@@ -176,7 +176,7 @@ local function rate_tat(key, lim)
   tat, old = tonumber(tat), tonumber(old)
   if not tat then return 0 end
   if old ~= lim and tat > now then
-    tat = now + math.ceil(math.floor((tat - now) * old / W) * W / lim)
+    tat = now + math.ceil((tat - now) * old / lim)
   end
   return tat
 end
@@ -257,6 +257,8 @@ func (r *Redis) reserve(s *Subject, tokens int64, now time.Time, res *Reservatio
 		res.held[k] = v[0]
 		if k.Rate() {
 			res.Remaining[k], res.Reset[k] = v[1], time.Duration(v[2])*time.Microsecond
+		} else {
+			res.budgetRoom[k] = v[1]
 		}
 	}
 	res.OK = true
