@@ -162,6 +162,17 @@ func (q *Quotas) settle(s *Subject, r *Reservation, tokens, spend int64, refund 
 		settleMem(s.mem, &s.Limit, s.kinds, r, tokens, spend, refund, q.now())
 	case srcLocal:
 		settleMem(s.loc, &s.local, s.kinds, r, tokens, spend, refund, q.now())
+		if q.redis != nil && !refund {
+			// Counted locally while the store was down: charged to the
+			// store too (queued until it answers), so nothing admitted
+			// in the outage is lost from the deployment's counters.
+			c := *r
+			if tokens < 0 {
+				tokens = max(r.held[TokensPerMinute], r.held[TokensPerDay])
+			}
+			c.held = [NumKinds]int64{}
+			q.redis.settle(s, &c, tokens, spend, false)
+		}
 	case srcRedis:
 		q.redis.settle(s, r, tokens, spend, refund)
 	}
