@@ -48,6 +48,8 @@ type ClientKey struct {
 	// Models is the allow-list: exact ids and "prefix*" patterns. nil = any
 	// model; never empty but non-nil after a successful load.
 	Models []string `yaml:"models"`
+	// Limits are the key's rate limits and budgets; zero = none.
+	Limits Limits `yaml:"limits"`
 
 	// Line is the 1-based line of the key in the file (0 if unknown).
 	Line int `yaml:"-"`
@@ -55,7 +57,7 @@ type ClientKey struct {
 
 var (
 	authKeys      = []string{"keys"}
-	clientKeyKeys = []string{"name", "sha256", "key", "user", "metadata", "models"}
+	clientKeyKeys = []string{"name", "sha256", "key", "user", "metadata", "models", "limits"}
 )
 
 // decodeAuth is phase 1 for the auth block. A `key:` value is hashed here
@@ -76,6 +78,7 @@ func (d *decoder) decodeAuth(n ast.Node, cfg *Config) {
 		d.setStr(f, path, "user", &k.User)
 		d.setStrList(f, path, "models", "model ids or prefix* patterns", &k.Models)
 		d.decodeKeyMetadata(f["metadata"], join(path, "metadata"), k)
+		d.decodeLimits(f["limits"], join(path, "limits"), &k.Limits)
 		var digest, plain string
 		hasDigest := d.has[join(path, "sha256")]
 		hasPlain := d.has[join(path, "key")]

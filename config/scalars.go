@@ -58,6 +58,8 @@ func isSecret(path string) bool {
 	switch path[i+1:] {
 	case "api_key", "aws_access_key_id", "aws_secret_access_key", "aws_session_token":
 		return true
+	case "url":
+		return strings.HasPrefix(path, "quotas.") // may hold a Redis password
 	case "key":
 		return strings.HasPrefix(path, "auth.") // a client key, not a condition's key
 	}

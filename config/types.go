@@ -20,6 +20,8 @@ type Config struct {
 	Targets []Target `yaml:"targets"`
 	// Auth holds the client keys (README, Client keys); no keys = an open gateway.
 	Auth Auth `yaml:"auth"`
+	// Quotas is where rate limits and budgets are counted (config/quotas.go).
+	Quotas Quotas `yaml:"quotas"`
 
 	// File is the path the config was read from ("" when parsed from memory).
 	File string `yaml:"-"`
@@ -164,6 +166,10 @@ type Target struct {
 	Retry          Retry          `yaml:"retry"`
 	CircuitBreaker CircuitBreaker `yaml:"circuit_breaker"`
 	Concurrency    Concurrency    `yaml:"concurrency"`
+	// Limits is the provider's own quota for this credential; zero = none.
+	// Prices are USD per 1M tokens by model id or prefix*; nil = none.
+	Limits Limits           `yaml:"limits"`
+	Prices map[string]Price `yaml:"prices"`
 
 	// Line is the 1-based line of the target in the file (0 if unknown).
 	Line int `yaml:"-"`

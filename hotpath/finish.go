@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
@@ -40,6 +41,8 @@ type tracker struct {
 	ends       atomic.Int32
 	streamRes  upstream.Result
 	streamTook time.Duration
+	// quota is the request's quota state, settled when the answer ends.
+	quota quota.Request
 }
 
 var trackerPool = sync.Pool{New: func() any { return &tracker{} }}
@@ -133,6 +136,7 @@ func (tr *tracker) walkReturned(res upstream.Result) {
 		return
 	}
 	tr.entry.Latency = res.End.Sub(tr.start)
+	tr.settleQuota(res)
 	tr.emit()
 }
 
@@ -145,6 +149,7 @@ func (tr *tracker) done() {
 	tr.entry.Class = tr.streamRes.Class
 	tr.entry.Usage = tr.streamRes.Usage
 	tr.entry.Latency = time.Since(tr.start)
+	tr.settleQuota(tr.streamRes)
 	tr.emit()
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
@@ -217,6 +218,9 @@ type scratch struct {
 	// pairs holds its metadata merged with the header's (see bindKey).
 	key   *clientKey
 	pairs []router.Pair
+	// quota is the request's quota state (see quota.go); inactive
+	// without a quota plan.
+	quota quota.Request
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
@@ -248,7 +252,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	// Walk. It writes the answer (proxied response or final error) into rc.
 	obs := g.Observer
 	var tr *tracker
-	if g.Finished != nil || g.Panicked != nil {
+	if g.Finished != nil || g.Panicked != nil || sc.quota.Active() {
 		tr = acquireTracker(g, rc, s, sc)
 		obs = tr
 	}
@@ -257,6 +261,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	deadline := rc.Time().Add(st.requestTimeout)
 	res := upstream.Walk(rc, &sc.call, sc.cands, deadline, obs)
 	if tr != nil {
+		tr.takeQuota(&sc.quota) // settled when the answer ends
 		tr.walkReturned(res)
 	}
 }
@@ -289,6 +294,9 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		return false
 	}
 	if !keyAllows(rc, sc.key, s, p.Model) {
+		return false
+	}
+	if !admitKey(rc, st, s, sc, body) {
 		return false
 	}
 	// Only the chat-like surfaces stream; a "stream" field elsewhere is the
@@ -355,6 +363,9 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 
 	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens}
 	sc.call.TraceParent, sc.call.TraceState = h.trace()
+	if sc.quota.Active() {
+		sc.call.Quota = &sc.quota
+	}
 	if s == router.SurfaceMessages {
 		// The pass-through forwards anthropic-version and anthropic-beta.
 		sc.call.Header = &rc.Request.Header
@@ -363,7 +374,8 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 }
 
 func releaseScratch(sc *scratch) {
-	clear(sc.cands[:cap(sc.cands)]) // drop target pointers of old configs
+	sc.quota.Finish("", false, 0, 0, false) // a request that never walked gives back what it held
+	clear(sc.cands[:cap(sc.cands)])         // drop target pointers of old configs
 	sc.cands = sc.cands[:0]
 	sc.call = upstream.Call{}
 	sc.key = nil

@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
@@ -39,6 +40,9 @@ type State struct {
 	allowedHosts, allowedOrigins []string
 	// keys are the client keys by digest; nil without an auth block.
 	keys keyring
+	// Quota is the configuration's compiled limits and prices; nil = no
+	// quotas. Set before the State is published (Gateway.Store).
+	Quota *quota.Plan
 }
 
 // Build compiles cfg into a State. Runtime targets come from pool, so

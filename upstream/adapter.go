@@ -5,6 +5,8 @@
 package upstream
 
 import (
+	"time"
+
 	"bufio"
 
 	"github.com/valyala/fasthttp"
@@ -43,10 +45,13 @@ const (
 	ClassParked
 	// ClassSaturated means the member's concurrency queue was full.
 	ClassSaturated
+	// ClassQuota means the member was skipped: no room in its own limits
+	// (README, Quotas).
+	ClassQuota
 )
 
 var classNames = [...]string{"ok", "transport", "timeout", "server", "rate_limited",
-	"context_length", "auth", "client", "canceled", "circuit_open", "parked", "saturated"}
+	"context_length", "auth", "client", "canceled", "circuit_open", "parked", "saturated", "quota"}
 
 // String returns the class name used in metrics and logs.
 func (c Class) String() string {
@@ -60,7 +65,7 @@ func (c Class) String() string {
 func (c Class) Failover() bool {
 	switch c {
 	case ClassTransport, ClassTimeout, ClassServer, ClassRateLimited,
-		ClassContextLength, ClassCircuitOpen, ClassParked, ClassSaturated:
+		ClassContextLength, ClassCircuitOpen, ClassParked, ClassSaturated, ClassQuota:
 		return true
 	}
 	return false
@@ -109,6 +114,17 @@ type Call struct {
 	// forward, as TraceContext returned them (validated; nil = none).
 	// Borrowed like Body.
 	TraceParent, TraceState []byte
+	// Quota checks each member's own limits as the walk reaches it; nil =
+	// none (README, Quotas).
+	Quota MemberQuota
+}
+
+// MemberQuota is a request's view of its chain members' own limits.
+type MemberQuota interface {
+	// Enter reserves room on member target for this request (giving back
+	// what the member reached before held); false: skip it, with the
+	// soonest wait until a skipped member has room.
+	Enter(target string) (wait time.Duration, ok bool)
 }
 
 // surfaceAdapter is an Adapter that serves some surface through another

@@ -182,6 +182,8 @@ type walk struct {
 	// minPark is the shortest remaining park among the members skipped as
 	// parked or parked by this walk; -1 = none.
 	minPark time.Duration
+	// quotaWait is the soonest a member skipped for its quota has room.
+	quotaWait time.Duration
 	// pending is true while an attempt holds a breaker ticket it has not
 	// reported yet (see attempt).
 	pending bool
@@ -255,6 +257,16 @@ func (w *walk) member(t *Target) bool {
 		}
 		w.last = outcome{class: ClassParked}
 		return false
+	}
+	if q := w.call.Quota; q != nil {
+		if wait, ok := q.Enter(t.Name); !ok {
+			w.obs.Skip(t, ClassQuota)
+			if w.last.class != ClassQuota || wait < w.quotaWait {
+				w.quotaWait = wait // the soonest any skipped member has room
+			}
+			w.last = outcome{class: ClassQuota}
+			return false
+		}
 	}
 	br := t.Breaker()
 	ticket, ok := br.Allow(now)
@@ -638,6 +650,11 @@ func (w *walk) fail() {
 		if len(body) == 0 {
 			body = gateway("upstream refused the request", TypeInvalidRequest, CodeInvalidRequest)
 		}
+	case ClassQuota:
+		status = fasthttp.StatusTooManyRequests
+		secs := int64((w.quotaWait + time.Second - 1) / time.Second)
+		rc.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, strconv.AppendInt(nil, max(secs, 1), 10))
+		body = gateway("every candidate target is out of its own quota", TypeRateLimit, CodeTargetQuota)
 	case ClassAuth:
 		body = gateway("upstream rejected the gateway's credentials", TypeUpstream, CodeUpstreamAuth)
 	case ClassTimeout:
