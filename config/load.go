@@ -364,6 +364,7 @@ var (
 	targetKeys    = []string{"virtual_key", "provider", "base_url", "api_key", "region",
 		"aws_access_key_id", "aws_secret_access_key", "aws_session_token",
 		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency", "limits", "prices"}
+	targetKeysAll   = append(slices.Clone(targetKeys), cloudKeys...)
 	retryKeys       = []string{"attempts", "on_status_codes", "initial_backoff_ms"}
 	breakerKeys     = []string{"failure_threshold", "success_threshold", "max_half_threshold", "timeout"}
 	concurrencyKeys = []string{"max_concurrency", "queue_size"}
@@ -467,7 +468,7 @@ func (d *decoder) decodeTarget(n ast.Node, path string) Target {
 		},
 		Concurrency: Concurrency{MaxConcurrency: DefaultMaxConcurrency, QueueSize: DefaultQueueSize},
 	}
-	m := d.fields(n, path, "a target", targetKeys...)
+	m := d.fields(n, path, "a target", targetKeysAll...)
 	d.setStr(m, path, "virtual_key", &t.VirtualKey)
 	d.setStr(m, path, "provider", &t.Provider)
 	d.setStr(m, path, "base_url", &t.BaseURL)
@@ -476,6 +477,7 @@ func (d *decoder) decodeTarget(n ast.Node, path string) Target {
 	d.setStr(m, path, "aws_access_key_id", &t.AWSAccessKeyID)
 	d.setStr(m, path, "aws_secret_access_key", &t.AWSSecretAccessKey)
 	d.setStr(m, path, "aws_session_token", &t.AWSSessionToken)
+	d.decodeCloud(m, path, &t.Cloud)
 	d.setStrList(m, path, "models", "model ids or prefix* patterns", &t.Models)
 	d.setStrMap(m, path, "model_map", &t.ModelMap)
 	d.setDuration(m, path, "timeout", &t.Timeout)

@@ -7,7 +7,11 @@
 // (see Config.RouterSpecs); this package knows nothing about requests.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/switchyard/switchyard/provider"
+)
 
 // Config is one loaded, validated and defaulted configuration file.
 // A *Config is immutable once Load returns it; it is safe to share.
@@ -126,19 +130,23 @@ func (c *Condition) Chain() []string {
 	return c.TargetKeys
 }
 
-// Providers (README, Configuration reference).
+// Providers (README, Providers); the registry in package provider holds
+// what each serves and accepts.
 const (
-	ProviderOpenAI    = "openai"
-	ProviderAnthropic = "anthropic"
-	ProviderBedrock   = "bedrock"
+	ProviderOpenAI    = provider.OpenAI
+	ProviderAnthropic = provider.Anthropic
+	ProviderBedrock   = provider.Bedrock
+	ProviderAzure     = provider.Azure
+	ProviderVertex    = provider.Vertex
+	ProviderGemini    = provider.Gemini
 )
 
 // Target is one upstream deployment.
 type Target struct {
 	// VirtualKey is the unique, non-empty name rules use.
 	VirtualKey string `yaml:"virtual_key"`
-	// Provider is openai, anthropic or bedrock. Default: VirtualKey when it
-	// names a provider.
+	// Provider is openai, anthropic, bedrock, azure, vertex or gemini.
+	// Default: VirtualKey when it names a provider.
 	Provider string `yaml:"provider"`
 	// BaseURL defaults to <PROVIDER>_BASE_URL from the environment, then the
 	// provider's public endpoint (bedrock: from Region). Never ends in "/".
@@ -148,13 +156,16 @@ type Target struct {
 	// a target with an explicit base_url never receives the provider's
 	// environment key. "" = send no credential. Secret: never logged.
 	APIKey string `yaml:"api_key"`
-	// Region is the AWS region (bedrock only).
+	// Region is the AWS region (bedrock) or the Google Cloud region
+	// (vertex: europe-west4…, or global).
 	Region string `yaml:"region"`
 	// AWSAccessKeyID, AWSSecretAccessKey and AWSSessionToken are SigV4
 	// credentials (bedrock only). Secret: never logged.
 	AWSAccessKeyID     string `yaml:"aws_access_key_id"`
 	AWSSecretAccessKey string `yaml:"aws_secret_access_key"`
 	AWSSessionToken    string `yaml:"aws_session_token"`
+	// Cloud holds the azure and vertex keys (config/cloud.go).
+	Cloud `yaml:",inline"`
 	// Models lists exact ids and "prefix*" patterns served. nil = any model;
 	// never empty but non-nil after a successful load (models: [] is refused).
 	Models []string `yaml:"models"`

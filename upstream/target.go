@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // Target is one runtime target, built by Pool.Target from a config.Target.
@@ -69,7 +71,7 @@ func (r *RetryPolicy) RetryableStatus(code int) bool {
 func (t *Target) UpstreamModel(model []byte) []byte {
 	if t.ModelMap != nil {
 		if m, ok := t.ModelMap[string(model)]; ok {
-			return stringBytes(m)
+			return byteconv.Bytes(m)
 		}
 	}
 	return model

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // Response headers set by Walk on every proxied response (README, HTTP surface and headers). The hot
@@ -394,9 +396,17 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		}
 	}()
 	model := t.UpstreamModel(w.call.Model)
-	ad := adapterOfSurface(t.Adapter, w.call.Surface)
+	ad := adapterOfModel(adapterOfSurface(t.Adapter, w.call.Surface), model)
 	if err := ad.BuildRequest(req, &t.Endpoint, w.call, model); err != nil {
 		fasthttp.ReleaseRequest(req)
+		if err == ErrNoToken {
+			// No access token: a transport failure of this target.
+			t0 := w.now
+			w.now = w.clk.now() // the first fetch may have been waited for
+			o = outcome{class: ClassTransport}
+			w.done(t, ticket, o, t0)
+			return o, false
+		}
 		// Not an upstream call: the request cannot be expressed for this
 		// provider. A client error, neutral for the breaker.
 		w.pending = false
@@ -574,8 +584,8 @@ func errClass(err error) Class {
 // headers sets the X-Gateway-* response headers for the last member.
 func (w *walk) headers(t *Target) {
 	h := &w.rc.Response.Header
-	h.SetCanonical(headerTarget, stringBytes(t.Name))
-	h.SetCanonical(headerProvider, stringBytes(t.Provider))
+	h.SetCanonical(headerTarget, byteconv.Bytes(t.Name))
+	h.SetCanonical(headerProvider, byteconv.Bytes(t.Provider))
 	setModelHeader(h, t.UpstreamModel(w.call.Model))
 	var buf [20]byte
 	h.SetCanonical(headerAttempts, strconv.AppendInt(buf[:0], int64(w.res.Attempts), 10))
