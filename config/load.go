@@ -355,7 +355,7 @@ func syntaxProblem(file string, err error) Problem {
 }
 
 var (
-	topKeys    = []string{"server", "log", "strategy", "targets", "auth"}
+	topKeys    = []string{"server", "log", "strategy", "targets", "auth", "audit"}
 	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch",
 		"reduce_memory_usage", "allowed_hosts", "allowed_origins"}
 	logKeys       = []string{"level", "format", "access_log"}
@@ -363,7 +363,7 @@ var (
 	conditionKeys = []string{"key", "field", "value", "target_key", "target_keys"}
 	targetKeys    = []string{"virtual_key", "provider", "base_url", "api_key", "region",
 		"aws_access_key_id", "aws_secret_access_key", "aws_session_token",
-		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency"}
+		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency", "residency"}
 	retryKeys       = []string{"attempts", "on_status_codes", "initial_backoff_ms"}
 	breakerKeys     = []string{"failure_threshold", "success_threshold", "max_half_threshold", "timeout"}
 	concurrencyKeys = []string{"max_concurrency", "queue_size"}
@@ -417,6 +417,7 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 		}
 	}
 	d.decodeAuth(top["auth"], cfg)
+	d.decodeAudit(top["audit"], cfg)
 	return cfg
 }
 
@@ -478,6 +479,7 @@ func (d *decoder) decodeTarget(n ast.Node, path string) Target {
 	d.setStrList(m, path, "models", "model ids or prefix* patterns", &t.Models)
 	d.setStrMap(m, path, "model_map", &t.ModelMap)
 	d.setDuration(m, path, "timeout", &t.Timeout)
+	d.setStr(m, path, "residency", &t.Residency)
 
 	rp := join(path, "retry")
 	r := d.fields(m["retry"], rp, "retry", retryKeys...)

@@ -20,6 +20,8 @@ type Config struct {
 	Targets []Target `yaml:"targets"`
 	// Auth holds the client keys (SPEC §7); no keys = an open gateway.
 	Auth Auth `yaml:"auth"`
+	// Audit is the signed audit log; off when Audit.Path is "".
+	Audit Audit `yaml:"audit"`
 
 	// File is the path the config was read from ("" when parsed from memory).
 	File string `yaml:"-"`
@@ -160,6 +162,9 @@ type Target struct {
 	ModelMap map[string]string `yaml:"model_map"`
 	// Timeout bounds one attempt (a stream: until its first byte). Default 60s.
 	Timeout time.Duration `yaml:"timeout"`
+	// Residency is the target's residency label (README, Proving
+	// residency); "" = none.
+	Residency string `yaml:"residency"`
 
 	Retry          Retry          `yaml:"retry"`
 	CircuitBreaker CircuitBreaker `yaml:"circuit_breaker"`
