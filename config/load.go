@@ -124,6 +124,10 @@ func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 const ReleaseMemoryBytes = 64 << 10
 
 func parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	return parseOpt(file, data, lookupEnv, false)
+}
+
+func parseOpt(file string, data []byte, lookupEnv func(string) (string, bool), unproven bool) (*Config, error) {
 	if len(data) > MaxFileBytes {
 		return nil, &Error{Problems: []Problem{{File: file, Line: 1, Col: 1,
 			Message: fmt.Sprintf("the file is larger than %d MiB (%d bytes); want a smaller config (10,000 rules take about 680 KB)", MaxFileBytes>>20, MaxFileBytes)}}}
@@ -141,6 +145,7 @@ func parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 		decodeBad: map[string]bool{},
 		root:      pos{1, 1},
 		budget:    maxValues,
+		unproven:  unproven,
 	}
 	// Duplicate keys are detected per mapping by the decoder, which reports
 	// them all with both lines; the parser would stop at the first. A UTF-8

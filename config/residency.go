@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/switchyard/switchyard/router"
@@ -51,7 +52,7 @@ func (d *decoder) validateResidency(cfg *Config) {
 			}
 		}
 	}
-	if len(d.probs) > 0 {
+	if len(d.probs) > 0 || d.unproven {
 		return
 	}
 	keys := cfg.KeySpecs()
@@ -134,4 +135,14 @@ func globalBedrockModel(t *Target) string {
 		}
 	}
 	return ""
+}
+
+// LoadUnproven is Load without the residency proof, for explain: it shows
+// where a refused config's witness request goes. Never serve its result.
+func LoadUnproven(path string) (*Config, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseOpt(path, data, os.LookupEnv, true)
 }
