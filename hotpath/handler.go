@@ -256,6 +256,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	// by fasthttp itself), so the timeout counts from then at no extra cost.
 	deadline := rc.Time().Add(st.requestTimeout)
 	res := upstream.Walk(rc, &sc.call, sc.cands, deadline, obs)
+	g.reportFenced(sc.key, &res)
 	if tr != nil {
 		tr.walkReturned(res)
 	}
@@ -353,7 +354,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		return false
 	}
 
-	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens}
+	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens, Fence: sc.key.fenceOf()}
 	sc.call.TraceParent, sc.call.TraceState = h.trace()
 	if s == router.SurfaceMessages {
 		// The pass-through forwards anthropic-version and anthropic-beta.

@@ -109,6 +109,8 @@ type Call struct {
 	// forward, as TraceContext returned them (validated; nil = none).
 	// Borrowed like Body.
 	TraceParent, TraceState []byte
+	// Fence is the client key's residency guard; nil admits every target.
+	Fence *Fence
 }
 
 // surfaceAdapter is an Adapter that serves some surface through another
