@@ -3,9 +3,10 @@ package config
 import (
 	"time"
 
-	"github.com/goccy/go-yaml/ast"
+	"encoding/base64"
+	"strings"
 
-	"github.com/switchyard/switchyard/audit"
+	"github.com/goccy/go-yaml/ast"
 )
 
 // Audit is the signed audit log block (README, Proving residency): one
@@ -61,8 +62,12 @@ func (d *decoder) validateAudit(cfg *Config) {
 	case a.SigningKey == "":
 		d.problemf("audit.signing_key", "signing_key is required; want the private key switchyard audit keygen prints (usually ${AUDIT_SIGNING_KEY})")
 	default:
-		if _, err := audit.ParsePrivateKey(a.SigningKey); err != nil {
-			d.problemf("audit.signing_key", "signing_key: %v", err)
+		// The format of audit.ParsePrivateKey (which imports this
+		// package's dependents, so it cannot be called here).
+		if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(a.SigningKey)); err != nil {
+			d.problemf("audit.signing_key", "signing_key is not base64; want the private key switchyard audit keygen prints")
+		} else if len(b) != 32 && len(b) != 64 {
+			d.problemf("audit.signing_key", "signing_key: %d bytes after base64; want the 32-byte key switchyard audit keygen prints", len(b))
 		}
 	}
 	if !d.decodeBad["audit.checkpoint_every"] && (a.CheckpointEvery < minAuditCheckpointEvery || a.CheckpointEvery > maxAuditCheckpointEvery) {

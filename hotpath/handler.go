@@ -250,6 +250,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	var tr *tracker
 	if g.Finished != nil || g.Panicked != nil {
 		tr = acquireTracker(g, rc, s, sc)
+		tr.entry.ConfigHash = st.Config.Hash
 		obs = tr
 	}
 	// rc.Time() is when fasthttp began this request (read once per request
