@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/audit"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/deadline"
 	"github.com/switchyard/switchyard/hotpath"
@@ -76,7 +77,8 @@ type Daemon struct {
 	pool   *upstream.Pool
 	gw     *hotpath.Gateway
 	srv    *fasthttp.Server
-	tel    tele // metrics and access log hooks
+	tel    tele       // metrics and access log hooks
+	audit  *audit.Log // nil without an audit block
 
 	// reloadMu serializes Reload and config_watch checks; hash is the
 	// SHA-256 of the bytes of the configuration currently served, seen that
@@ -139,6 +141,10 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 	}
 	d.gw = hotpath.New(st)
 	d.tel.attach(d.gw, log)
+	if err := d.openAudit(cfg); err != nil {
+		log.Error().Err(err).Msg("cannot open the audit log; not starting")
+		return nil, fmt.Errorf("%w: audit: %v", ErrInvalidConfig, err)
+	}
 	d.tel.targets(st)
 	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()}, d.reduceMemory)
 	warnOpen(log, d.bind, cfg)

@@ -237,6 +237,10 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 		return
 	}
+	if g.auditRefused(rc, s) {
+		g.finishKeyed(rc, s, telemetry.RuleNotRouted, nil, keyName(key))
+		return
+	}
 	sc := scratchPool.Get().(*scratch)
 	defer releaseScratch(sc)
 	sc.key = key

@@ -159,6 +159,10 @@ type Gateway struct {
 	// (key and target names): by construction never, as the load-time
 	// proof refuses such configs. Set before serving.
 	Fenced func(key, target string)
+	// AuditBehind, when set, reports that the audit log cannot keep up:
+	// API requests are then refused 503 audit_unavailable after their key
+	// is checked. Set before serving.
+	AuditBehind func() bool
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get
