@@ -26,6 +26,8 @@ type Config struct {
 	Auth Auth `yaml:"auth"`
 	// Quotas is where rate limits and budgets are counted (config/quotas.go).
 	Quotas Quotas `yaml:"quotas"`
+	// Audit is the signed audit log; off when Audit.Path is "".
+	Audit Audit `yaml:"audit"`
 
 	// File is the path the config was read from ("" when parsed from memory).
 	File string `yaml:"-"`
@@ -173,6 +175,9 @@ type Target struct {
 	ModelMap map[string]string `yaml:"model_map"`
 	// Timeout bounds one attempt (a stream: until its first byte). Default 60s.
 	Timeout time.Duration `yaml:"timeout"`
+	// Residency is the target's residency label (README, Proving
+	// residency); "" = none.
+	Residency string `yaml:"residency"`
 
 	Retry          Retry          `yaml:"retry"`
 	CircuitBreaker CircuitBreaker `yaml:"circuit_breaker"`

@@ -98,6 +98,8 @@ func (d *decoder) validate(cfg *Config) {
 	d.validateStrategy(cfg, declared)
 	d.validateAuth(cfg)
 	d.validateQuotas(cfg)
+	d.validateAudit(cfg)
+	d.validateResidency(cfg) // last: the proof needs an otherwise valid config
 }
 
 func (d *decoder) positiveDuration(path string, v time.Duration, example string) {

@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/audit"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/deadline"
 	"github.com/switchyard/switchyard/hotpath"
@@ -82,6 +83,7 @@ type Daemon struct {
 	// quotas.store and quotas.redis it was built from (restart-only).
 	quotas   *quota.Quotas
 	quotaCfg *config.Config
+	audit  *audit.Log // nil without an audit block
 
 	// reloadMu serializes Reload and config_watch checks; hash is the
 	// SHA-256 of the bytes of the configuration currently served, seen that
@@ -151,6 +153,10 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 	st.Quota = d.quotas.Plan(cfg)
 	d.gw = hotpath.New(st)
 	d.tel.attach(d.gw, log)
+	if err := d.openAudit(cfg); err != nil {
+		log.Error().Err(err).Msg("cannot open the audit log; not starting")
+		return nil, fmt.Errorf("%w: audit: %v", ErrInvalidConfig, err)
+	}
 	d.tel.targets(st)
 	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()}, d.reduceMemory)
 	warnOpen(log, d.bind, cfg)

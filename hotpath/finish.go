@@ -33,8 +33,9 @@ type tracker struct {
 	// reqID, model and traceID own the bytes entry.RequestID, entry.Model
 	// and entry.TraceID point to.
 	reqID, model, traceID []byte
-	// names owns entry.Walked.
+	// names owns entry.Walked; steps owns entry.Steps.
 	names []string
+	steps []telemetry.Step
 
 	// ends counts the two ends (Walk returned, stream ended) of a streamed
 	// request; streamRes and streamTook are StreamEnd's report.
@@ -56,6 +57,8 @@ func acquireTracker(g *Gateway, rc *fasthttp.RequestCtx, s router.Surface, sc *s
 	tr.model = append(tr.model[:0], sc.peek.Model...)
 	tr.traceID = append(tr.traceID[:0], upstream.TraceIDOf(sc.call.TraceParent)...)
 	tr.names = tr.names[:0]
+	clear(tr.steps) // drop target pointers of old configs
+	tr.steps = tr.steps[:0]
 	tr.ends.Store(0)
 	tr.entry = telemetry.Entry{
 		RequestID: tr.reqID,
@@ -86,6 +89,7 @@ func (tr *tracker) reached(t *upstream.Target) {
 // Attempt implements upstream.Observer.
 func (tr *tracker) Attempt(t *upstream.Target, class upstream.Class, status int, took time.Duration) {
 	tr.reached(t)
+	tr.steps = append(tr.steps, telemetry.Step{Target: t, Class: class})
 	if o := tr.g.Observer; o != nil {
 		o.Attempt(t, class, status, took)
 	}
@@ -94,6 +98,7 @@ func (tr *tracker) Attempt(t *upstream.Target, class upstream.Class, status int,
 // Skip implements upstream.Observer.
 func (tr *tracker) Skip(t *upstream.Target, class upstream.Class) {
 	tr.reached(t)
+	tr.steps = append(tr.steps, telemetry.Step{Target: t, Class: class})
 	if o := tr.g.Observer; o != nil {
 		o.Skip(t, class)
 	}
@@ -155,6 +160,7 @@ func (tr *tracker) done() {
 
 func (tr *tracker) fill(res upstream.Result) {
 	tr.entry.Walked = tr.names
+	tr.entry.Steps = tr.steps
 	if res.Target != nil {
 		tr.entry.Target = res.Target.Name
 	}

@@ -241,6 +241,10 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 		return
 	}
+	if g.auditRefused(rc, s) {
+		g.finishKeyed(rc, s, telemetry.RuleNotRouted, nil, keyName(key))
+		return
+	}
 	sc := scratchPool.Get().(*scratch)
 	defer releaseScratch(sc)
 	sc.key = key
@@ -254,12 +258,14 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	var tr *tracker
 	if g.Finished != nil || g.Panicked != nil || sc.quota.Active() {
 		tr = acquireTracker(g, rc, s, sc)
+		tr.entry.ConfigHash = st.Config.Hash
 		obs = tr
 	}
 	// rc.Time() is when fasthttp began this request (read once per request
 	// by fasthttp itself), so the timeout counts from then at no extra cost.
 	deadline := rc.Time().Add(st.requestTimeout)
 	res := upstream.Walk(rc, &sc.call, sc.cands, deadline, obs)
+	g.reportFenced(sc.key, &res)
 	if tr != nil {
 		tr.takeQuota(&sc.quota) // settled when the answer ends
 		tr.walkReturned(res)
@@ -361,7 +367,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		return false
 	}
 
-	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens}
+	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens, Fence: sc.key.fenceOf()}
 	sc.call.TraceParent, sc.call.TraceState = h.trace()
 	if sc.quota.Active() {
 		sc.call.Quota = &sc.quota

@@ -77,6 +77,7 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 		if err != nil {
 			return nil, fmt.Errorf("hotpath: targets[%d]: %w", i, err)
 		}
+		t.Index, t.Residency = i, cfg.Targets[i].Residency
 		st.Targets[i] = t
 	}
 	st.ModelsBody = appendModels(nil, snap.Models(), snap.Created())
@@ -158,6 +159,14 @@ type Gateway struct {
 	// handler or a stream writer goroutine, and must not panic. nil = the
 	// panic is answered but not reported. Set before serving.
 	Panicked func(v any, stack []byte)
+	// Fenced, when set, hears of each walk the residency guard stopped
+	// (key and target names): by construction never, as the load-time
+	// proof refuses such configs. Set before serving.
+	Fenced func(key, target string)
+	// AuditBehind, when set, reports that the audit log cannot keep up:
+	// API requests are then refused 503 audit_unavailable after their key
+	// is checked. Set before serving.
+	AuditBehind func() bool
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get

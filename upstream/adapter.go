@@ -125,6 +125,8 @@ type Call struct {
 	// Quota checks each member's own limits as the walk reaches it; nil =
 	// none (README, Quotas).
 	Quota MemberQuota
+	// Fence is the client key's residency guard; nil admits every target.
+	Fence *Fence
 }
 
 // MemberQuota is a request's view of its chain members' own limits.

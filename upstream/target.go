@@ -29,6 +29,11 @@ type Target struct {
 	Timeout time.Duration
 	// Retry is the member's retry policy.
 	Retry RetryPolicy
+	// Index is the target's position in its configuration's targets (the
+	// bit Call.Fence checks); Residency its residency label, "" = none.
+	// Set by the State that owns the Target.
+	Index     int
+	Residency string
 
 	state *targetState
 	// secrets are the credentials redacted from client-bound bytes (see

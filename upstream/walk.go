@@ -55,6 +55,9 @@ type Result struct {
 	// usage event, reported to Observer.StreamEnd of a stream that ended
 	// ClassOK). The zero value: none reported.
 	Usage Usage
+	// Fenced is true when the residency guard (Call.Fence) stopped the
+	// walk before calling Target: answered 500 internal_error.
+	Fenced bool
 }
 
 // Observer receives the events of a walk, for metrics and logs. Methods
@@ -247,6 +250,9 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 // the answer written (a success or a committed stream); false when
 // w.last holds the member's failure.
 func (w *walk) member(t *Target) bool {
+	if !w.call.Fence.Admits(t.Index) {
+		return w.fenced(t) // the residency guard: never called
+	}
 	now := w.now
 	if !now.Before(w.deadline) {
 		w.last = outcome{class: ClassTimeout}
