@@ -83,7 +83,7 @@ type Daemon struct {
 	// quotas.store and quotas.redis it was built from (restart-only).
 	quotas   *quota.Quotas
 	quotaCfg *config.Config
-	audit  *audit.Log // nil without an audit block
+	audit    *audit.Log // nil without an audit block
 
 	// reloadMu serializes Reload and config_watch checks; hash is the
 	// SHA-256 of the bytes of the configuration currently served, seen that
