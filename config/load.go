@@ -355,7 +355,7 @@ func syntaxProblem(file string, err error) Problem {
 }
 
 var (
-	topKeys    = []string{"server", "log", "strategy", "targets", "auth"}
+	topKeys    = []string{"server", "log", "strategy", "targets", "auth", "admin", "tracing"}
 	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch",
 		"reduce_memory_usage", "allowed_hosts", "allowed_origins"}
 	logKeys       = []string{"level", "format", "access_log"}
@@ -417,6 +417,7 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 		}
 	}
 	d.decodeAuth(top["auth"], cfg)
+	d.decodeObservability(top, cfg)
 	return cfg
 }
 

@@ -59,7 +59,7 @@ func isSecret(path string) bool {
 	case "api_key", "aws_access_key_id", "aws_secret_access_key", "aws_session_token":
 		return true
 	case "key":
-		return strings.HasPrefix(path, "auth.") // a client key, not a condition's key
+		return strings.HasPrefix(path, "auth.") || path == "admin.key" // a client or admin key, not a condition's key
 	}
 	return false
 }

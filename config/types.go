@@ -20,6 +20,9 @@ type Config struct {
 	Targets []Target `yaml:"targets"`
 	// Auth holds the client keys (SPEC §7); no keys = an open gateway.
 	Auth Auth `yaml:"auth"`
+	// Admin and Tracing are the console and OpenTelemetry blocks (see observability.go).
+	Admin   Admin   `yaml:"admin"`
+	Tracing Tracing `yaml:"tracing"`
 
 	// File is the path the config was read from ("" when parsed from memory).
 	File string `yaml:"-"`

@@ -90,6 +90,7 @@ func (d *decoder) validate(cfg *Config) {
 	declared := d.validateTargets(cfg)
 	d.validateStrategy(cfg, declared)
 	d.validateAuth(cfg)
+	d.validateObservability(cfg)
 }
 
 func (d *decoder) positiveDuration(path string, v time.Duration, example string) {
