@@ -248,7 +248,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	// Walk. It writes the answer (proxied response or final error) into rc.
 	obs := g.Observer
 	var tr *tracker
-	if g.Finished != nil || g.Panicked != nil {
+	if g.Finished != nil || g.Panicked != nil || g.Tracer != nil {
 		tr = acquireTracker(g, rc, s, sc)
 		obs = tr
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/tracing"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -154,6 +155,9 @@ type Gateway struct {
 	// handler or a stream writer goroutine, and must not panic. nil = the
 	// panic is answered but not reported. Set before serving.
 	Panicked func(v any, stack []byte)
+	// Tracer, when set, traces each routed request (package tracing);
+	// nil = off, at no cost. Set before serving.
+	Tracer *tracing.Tracer
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get
