@@ -108,7 +108,7 @@ func (d *decoder) validateObservability(cfg *Config) {
 		case !a.HasKey && !LoopbackHost(host) && !d.decodeBad["admin.key"]:
 			d.problemf("admin.listen", "%s is not a loopback address and admin.key is not set; set admin.key (every console request then needs it) or listen on 127.0.0.1",
 				quoteShort(a.Listen))
-		case a.Listen == cfg.Server.Listen:
+		case a.Listen == cfg.Server.Listen && port != "0":
 			d.problemf("admin.listen", "%s is server.listen; want a port of its own for the console", quoteShort(a.Listen))
 		}
 	} else if d.has["admin.key"] {

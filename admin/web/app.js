@@ -68,13 +68,21 @@ function drawDiagram(st) {
   const rules = st.rules.slice(0, MAX_RULES_DRAWN).map(r => ({ id: "r" + r.index, label: ruleText(r), sub: r.line ? "line " + r.line : "", chain: r.chain, idx: r.index }));
   rules.push({ id: "fb", label: "fallback (no match)", sub: "targets[0]", chain: [st.fallback], idx: -1, fallback: true });
   const byName = new Map(st.targets.map((t, i) => [t.name, i]));
-  const rw = Math.min(270, Math.floor(W * (narrow ? 0.38 : 0.33)));
+  const rw = Math.min(300, Math.floor(W * (narrow ? 0.38 : 0.36)));
   const tw = Math.min(300, Math.floor(W * (narrow ? 0.46 : 0.36)));
   const tx = W - tw - 4;
-  const RH = 28, RG = 6, TH = narrow ? 58 : 62, TG = 10;
+  const RH = 28, TH = narrow ? 58 : 62;
+  let RG = 6, TG = 10;
+  // On a wall screen the diagram fills its panel: the gaps grow.
+  const avail = window.innerWidth > 900 ? box.clientHeight - 8 : 0;
+  const need = Math.max(rules.length * (RH + RG), st.targets.length * (TH + TG));
+  if (avail > need + 14) {
+    RG += Math.min(18, (avail - 14 - rules.length * (RH + RG)) / Math.max(1, rules.length));
+    TG += Math.min(30, (avail - 14 - st.targets.length * (TH + TG)) / Math.max(1, st.targets.length));
+  }
   const rulesH = rules.length * (RH + RG), targetsH = st.targets.length * (TH + TG);
   const H = Math.max(rulesH, targetsH) + 14;
-  const r0 = 6 + (H - 14 - rulesH) / 2, t0 = 6 + (H - 14 - targetsH) / 2;
+  const r0 = 6 + (H - 14 - rulesH) / 2 + RG / 2, t0 = 6 + (H - 14 - targetsH) / 2 + TG / 2;
   svg.setAttribute("width", W); svg.setAttribute("height", H); svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
   svg.replaceChildren();
   const hotRule = state.hot.get("rule"), hotTargets = state.hot.get("targets") || [];
@@ -218,13 +226,13 @@ async function pollStatus() {
 // ---- decisions -------------------------------------------------------------
 function decisionRow(d) {
   const rule = d.rule >= 0 ? "#" + d.rule : d.rule === -1 ? "fallback" : "—";
-  const tried = el("td", { title: d.tried.join(" → ") });
+  const tried = el("td", { title: d.tried.join(" → ") + (d.tried_total > d.tried.length ? " (+" + (d.tried_total - d.tried.length) + " more)" : "") + "; highlighted: the member that answered" });
   d.tried.forEach((n, i) => tried.append(el("span", { class: "chip" + (n === d.target && i === d.tried.length - 1 ? " final" : "") }, n)));
   if (!d.tried.length) tried.append(el("span", { class: "none" }, "none"));
   const cls = d.status < 400 ? "ok" : d.status < 500 ? "c4" : "c5";
   return el("tr", { class: "new", "data-seq": d.seq, "data-request-id": d.request_id },
     el("td", { class: "mono" }, hms(d.time)),
-    el("td", { class: "mono", title: d.request_id }, clip(d.request_id, 20)),
+    el("td", { class: "mono hide-phone", title: d.request_id }, clip(d.request_id, 20)),
     el("td", {}, d.key || el("span", { class: "none" }, "–")),
     el("td", { title: d.model }, clip(d.model, 28)),
     el("td", {}, rule),
