@@ -256,7 +256,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	// Walk. It writes the answer (proxied response or final error) into rc.
 	obs := g.Observer
 	var tr *tracker
-	if g.Finished != nil || g.Panicked != nil || sc.quota.Active() {
+	if g.Finished != nil || g.Panicked != nil || sc.quota.Active() || g.Tracer != nil {
 		tr = acquireTracker(g, rc, s, sc)
 		tr.entry.ConfigHash = st.Config.Hash
 		obs = tr
