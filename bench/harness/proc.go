@@ -206,56 +206,17 @@ func CPUSeconds(pid int) (float64, error) {
 // MemStatus returns a field of /proc/PID/status in bytes, e.g. "VmHWM"
 // (peak resident set) or "VmRSS" (current).
 func MemStatus(pid int, field string) (int64, error) {
-	v, err := MemStatuses(pid, field)
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, err
 	}
-	return v[0], nil
-}
-
-// MemStatuses returns fields of /proc/PID/status in bytes, read at once
-// so they describe the same moment: e.g. "VmRSS", "RssAnon", "RssFile"
-// (VmRSS is RssAnon + RssFile + RssShmem). Every field must be present.
-func MemStatuses(pid int, fields ...string) ([]int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return nil, err
-	}
-	v, err := parseStatus(string(b), fields)
-	if err != nil {
-		return nil, fmt.Errorf("%w in /proc/%d/status", err, pid)
-	}
-	return v, nil
-}
-
-// parseStatus reads "Name:   123 kB" lines of a /proc/PID/status text and
-// returns the named fields in bytes, in the order asked.
-func parseStatus(status string, fields []string) ([]int64, error) {
-	out := make([]int64, len(fields))
-	found := make([]bool, len(fields))
-	for _, line := range strings.Split(status, "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		for i, f := range fields {
-			if k != f {
-				continue
-			}
-			v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("harness: %s: %q", f, v)
-			}
-			out[i], found[i] = n<<10, true
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == field {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n << 10, err
 		}
 	}
-	for i, f := range fields {
-		if !found[i] {
-			return nil, fmt.Errorf("harness: no %s", f)
-		}
-	}
-	return out, nil
+	return 0, fmt.Errorf("harness: no %s in /proc/%d/status", field, pid)
 }
 
 // startPinned starts cmd with the CPU affinity cpus (nil: inherited). The

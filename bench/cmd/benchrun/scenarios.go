@@ -50,7 +50,6 @@ type bench struct {
 
 	mockBin, bareBin, syBin string
 	syErr                   string // why Switchyard scenarios are skipped
-	pprofErr                string // why there is no pprof build
 	fileLimit               uint64
 	proxyCPUs, sideCPUs     []int
 
@@ -74,6 +73,10 @@ type contender struct {
 	// differences (e.g. a mock's failure count during this row's slices).
 	probe  func() int64
 	probed int64
+	// side is another counter read the same way (e.g. Redis commands),
+	// summed in sided.
+	side  func() int64
+	sided int64
 }
 
 // scenarios measures every row of the request and streaming tables, in
@@ -152,6 +155,7 @@ func (b *bench) scenarios() {
 	b.compare(group, nil)
 	checkUpstream(group)
 
+	b.featureRows()
 	b.bodySizes()
 	b.unpinnedRows()
 	b.longStreams()
@@ -297,9 +301,12 @@ func (b *bench) measureSlice(c *contender, d time.Duration) {
 			m0, mOK = v, true
 		}
 	}
-	var p0 int64
+	var p0, s0 int64
 	if c.probe != nil {
 		p0 = c.probe()
+	}
+	if c.side != nil {
+		s0 = c.side()
 	}
 	res, err := load.Run(b.ctx, b.loadConfig(c, d))
 	if err != nil {
@@ -307,6 +314,9 @@ func (b *bench) measureSlice(c *contender, d time.Duration) {
 	}
 	if c.probe != nil {
 		c.probed += c.probe() - p0
+	}
+	if c.side != nil {
+		c.sided += c.side() - s0
 	}
 	if row.Result == nil {
 		row.Result = &load.Result{}
