@@ -292,3 +292,32 @@ func TestOpenIdleRequestPost(t *testing.T) {
 		t.Fatalf("mock served %d chat completions: %+v", st.ByPath["/v1/chat/completions"], st)
 	}
 }
+
+// ReadCounts counts this process's own write(2) calls and context switches.
+func TestReadCounts(t *testing.T) {
+	f, err := os.Create(t.TempDir() + "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c0, err := ReadCounts(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if _, err := f.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(10 * time.Millisecond) // a voluntary context switch at least
+	c1, err := ReadCounts(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := c1.Writes - c0.Writes; w < 100 {
+		t.Fatalf("%d write calls counted for 100", w)
+	}
+	if c1.CtxSwitches <= c0.CtxSwitches || c1.Reads < c0.Reads {
+		t.Fatalf("counts %+v then %+v", c0, c1)
+	}
+}

@@ -299,3 +299,46 @@ func RaiseFileLimit() (uint64, error) {
 	}
 	return rl.Cur, nil
 }
+
+// Counts are per-process event counts that do not depend on how busy the
+// machine is: read and write system calls (/proc/PID/io syscr, syscw:
+// read(2) and write(2) and their vector forms, EAGAIN included; not
+// recvfrom or sendto) and context switches summed over the threads
+// (/proc/PID/task/*/status, voluntary and not).
+type Counts struct{ Reads, Writes, CtxSwitches int64 }
+
+// ReadCounts reads pid's Counts.
+func ReadCounts(pid int) (Counts, error) {
+	var c Counts
+	dir := "/proc/" + strconv.Itoa(pid)
+	io, err := os.ReadFile(dir + "/io")
+	if err != nil {
+		return c, err
+	}
+	for line := range strings.SplitSeq(string(io), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		switch k {
+		case "syscr":
+			c.Reads, _ = strconv.ParseInt(v, 10, 64)
+		case "syscw":
+			c.Writes, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return c, err
+	}
+	for _, t := range tasks {
+		st, err := os.ReadFile(dir + "/task/" + t.Name() + "/status")
+		if err != nil {
+			continue // the thread exited
+		}
+		for line := range strings.SplitSeq(string(st), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				c.CtxSwitches += n
+			}
+		}
+	}
+	return c, nil
+}

@@ -31,8 +31,12 @@ type Row struct {
 	RSS        int64 // VmRSS after the run
 	// Mallocs is the proxy's heap allocations over the measured run.
 	Mallocs float64
-	Direct  *Row // the row "added" latencies subtract (nil: none)
-	Bare    *Row // the baseline of the ratio checks (nil: none)
+	// Counts are the proxy's system calls and context switches over the
+	// measured run; CountsOK false when unknown.
+	Counts   Counts
+	CountsOK bool
+	Direct   *Row // the row "added" latencies subtract (nil: none)
+	Bare     *Row // the baseline of the ratio checks (nil: none)
 	// Extra is shown in the table's last column (e.g. Redis calls per request).
 	Extra string
 	Note  string // printed under Notes when non-empty
@@ -148,26 +152,26 @@ func (rep *Report) writeRows(b *strings.Builder, stream bool) {
 		return
 	}
 	if stream {
-		b.WriteString("| streaming scenario | streams/s | first event p50 | p99 | p50 added | p99 added | proxy CPU/stream | RSS after / peak | allocs/stream | errors |\n")
+		b.WriteString("| streaming scenario | streams/s | first event p50 | p99 | p50 added | p99 added | proxy CPU/stream | RSS after / peak | allocs/stream | reads / writes / context switches per stream | errors | |\n")
 	} else {
-		b.WriteString("| scenario | req/s | p50 | p99 | p50 added | p99 added | proxy CPU/req | RSS after / peak | allocs/req | errors | |\n")
+		b.WriteString("| scenario | req/s | p50 | p99 | p50 added | p99 added | proxy CPU/req | RSS after / peak | allocs/req | reads / writes / context switches per req | errors | |\n")
 	}
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--|\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--|\n")
 	for _, r := range rep.Rows {
 		if r.Stream != stream {
 			continue
 		}
 		if !r.ran() {
-			fmt.Fprintf(b, "| %s | skipped: %s |||||||||\n", r.Name, truncate(r.Skipped, 160))
+			fmt.Fprintf(b, "| %s | skipped: %s ||||||||||\n", r.Name, truncate(r.Skipped, 160))
 			continue
 		}
 		l := r.Result.Latency
 		if stream {
 			l = r.Result.FirstEvent
 		}
-		fmt.Fprintf(b, "| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(b, "| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Name, r.Result.Throughput(), FormatDuration(l.Quantile(0.5)), FormatDuration(l.Quantile(0.99)),
-			added(r, 0.5, stream), added(r, 0.99, stream), cpuPerReq(r), rssCell(r), allocs(r), errorsCell(r), r.Extra)
+			added(r, 0.5, stream), added(r, 0.99, stream), cpuPerReq(r), rssCell(r), allocs(r), countsCell(r), errorsCell(r), r.Extra)
 	}
 	b.WriteString("\n")
 }
@@ -250,6 +254,14 @@ func allocs(r *Row) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.1f", r.Mallocs/r.requests())
+}
+
+func countsCell(r *Row) string {
+	if !r.CountsOK || r.requests() == 0 {
+		return "—"
+	}
+	n := r.requests()
+	return fmt.Sprintf("%.2f / %.2f / %.2f", float64(r.Counts.Reads)/n, float64(r.Counts.Writes)/n, float64(r.Counts.CtxSwitches)/n)
 }
 
 func rssCell(r *Row) string {

@@ -160,7 +160,7 @@ func (b *bench) setupPinning() {
 			b.log.Warn().Err(err).Msg("cannot pin; running unpinned")
 		} else {
 			b.proxyCPUs, b.sideCPUs = allowed[0:1], allowed[1:2]
-			*method = append(*method, fmt.Sprintf("Placement: the proxy under test (bare proxy or Switchyard) alone on CPU %d with GOMAXPROCS=1; mock upstreams and the load driver on CPU %d, each GOMAXPROCS=1 (sched_setaffinity).", b.proxyCPUs[0], b.sideCPUs[0])+" Every proxy gets the same single core; \"proxy CPU busy\" near 100% means the proxy was the bottleneck, lower means the driver/mock side was.")
+			*method = append(*method, fmt.Sprintf("Placement: the proxy under test (bare proxy or Switchyard) alone on CPU %d with GOMAXPROCS=1; mock upstreams and the load driver on CPU %d, each GOMAXPROCS=1 (sched_setaffinity).", b.proxyCPUs[0], b.sideCPUs[0])+" Every proxy gets the same single core.")
 		}
 	}
 	if b.proxyCPUs == nil {

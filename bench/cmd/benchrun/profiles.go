@@ -22,13 +22,15 @@ func (b *bench) profiles(root string) {
 	if sec <= 0 || b.ctx.Err() != nil {
 		return
 	}
-	dir := b.o.profileDir
+	dir, err := b.o.profileDir, error(nil)
 	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "switchyard-profiles-*"); err != nil {
-			b.rep.Notes = append(b.rep.Notes, "No profiles: "+err.Error())
-			return
-		}
+		dir, err = os.MkdirTemp("", "switchyard-profiles-*")
+	} else {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		b.rep.Notes = append(b.rep.Notes, "No profiles: "+err.Error())
+		return
 	}
 	syPprof := filepath.Join(b.tmp, "bin", "switchyard-pprof")
 	if err := goBuildTags(b.ctx, root, "pprof", syPprof, "."); err != nil {

@@ -301,6 +301,11 @@ func (b *bench) measureSlice(c *contender, d time.Duration) {
 			m0, mOK = v, true
 		}
 	}
+	var counts0 harness.Counts
+	var countsOK bool
+	if c.proxy != nil {
+		counts0, countsOK = readCounts(c.proxy.proc.PID())
+	}
 	var p0, s0 int64
 	if c.probe != nil {
 		p0 = c.probe()
@@ -328,6 +333,13 @@ func (b *bench) measureSlice(c *contender, d time.Duration) {
 	if v, err := harness.CPUSeconds(c.proxy.proc.PID()); err == nil && cpuOK {
 		row.CPUSeconds = max(row.CPUSeconds, 0) + v - cpu0
 	}
+	if counts1, ok := readCounts(c.proxy.proc.PID()); ok && countsOK {
+		row.Counts, row.CountsOK = harness.Counts{
+			Reads:       row.Counts.Reads + counts1.Reads - counts0.Reads,
+			Writes:      row.Counts.Writes + counts1.Writes - counts0.Writes,
+			CtxSwitches: row.Counts.CtxSwitches + counts1.CtxSwitches - counts0.CtxSwitches,
+		}, row.Result.Completed > 0
+	}
 	if v, ok, err := harness.ScrapeCounter(c.proxy.metricsURL, "go_memstats_mallocs_total"); err == nil && ok && mOK {
 		row.Mallocs = max(row.Mallocs, 0) + v - m0
 	}
@@ -347,4 +359,9 @@ func (b *bench) logRow(row *harness.Row) {
 		ev = ev.Dur("first_event_p50", res.FirstEvent.Quantile(0.5))
 	}
 	ev.Msg("measured")
+}
+
+func readCounts(pid int) (harness.Counts, bool) {
+	c, err := harness.ReadCounts(pid)
+	return c, err == nil
 }
