@@ -62,7 +62,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		HasTools: *tools,
 	}
 	// The gateway reads X-Gateway-Metadata on chat-like surfaces only and
-	// neither parses nor validates it elsewhere (SPEC §4.2); so does explain.
+	// neither parses nor validates it elsewhere (README, Routing 2); so does explain.
 	rich := surface.ChatLike()
 	if rich && *metadata != "" {
 		var p router.MetadataParser
@@ -74,7 +74,9 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		req.Metadata = pairs
 	}
 
-	cfg, ok := load(*cfgPath, stderr)
+	// Without the residency proof: explain shows where a refused
+	// config's witness request goes (and says the proof fails).
+	cfg, ok := loadWith(config.LoadUnproven, *cfgPath, stderr)
 	if !ok {
 		return ExitFail
 	}
@@ -147,6 +149,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stdout, "outcome: 404 model_not_found: no chain member serves model %q\n", *model)
 	}
+	explainResidency(stdout, snap, key, chain, req.Model, surface)
 	if key == nil && cfg.Auth.Enabled() {
 		fmt.Fprintln(stdout, "note: the config has client keys: a request without one gets 401 invalid_api_key; -key NAME explains one key's requests")
 	}
