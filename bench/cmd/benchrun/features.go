@@ -173,22 +173,30 @@ func redisCommandStats(addr string) (map[string]int64, error) {
 }
 
 // auditKey runs `switchyard audit keygen` and returns the private key it
-// prints: the last field of a line naming it private, or of its only line.
+// prints: the first line that is not a "#" comment after a comment naming
+// the private key (the first such line when none does).
 func (b *bench) auditKey() (string, error) {
 	out, err := exec.CommandContext(b.ctx, b.syBin, "audit", "keygen").Output()
 	if err != nil {
 		return "", err
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	for _, l := range lines {
-		if f := strings.Fields(strings.ReplaceAll(l, ":", " ")); len(f) > 0 && strings.Contains(strings.ToLower(l), "priv") {
-			return f[len(f)-1], nil
+	first, private := "", false
+	for line := range strings.SplitSeq(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "#"):
+			private = strings.Contains(strings.ToLower(line), "private")
+		case line == "":
+		case private:
+			return line, nil
+		case first == "":
+			first = line
 		}
 	}
-	if f := strings.Fields(lines[0]); len(lines) == 1 && len(f) > 0 {
-		return f[len(f)-1], nil
+	if first == "" {
+		return "", fmt.Errorf("no key in its output")
 	}
-	return "", fmt.Errorf("no private key in its output")
+	return first, nil
 }
 
 // otlpSink is an OTLP/HTTP collector that answers 200 to everything and

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,5 +45,20 @@ func TestRedisCommandStats(t *testing.T) {
 	}
 	if stats["set"] != 2 || stats["get"] != 1 {
 		t.Fatalf("commandstats %v, want set=2 get=1", stats)
+	}
+}
+
+// The audit row takes the private key from `switchyard audit keygen`'s
+// output, not the public one or a comment.
+func TestAuditKeyFromKeygen(t *testing.T) {
+	dir := t.TempDir()
+	bin := dir + "/switchyard"
+	out := "# The private key signs the checkpoints: keep it secret (audit.signing_key: ${AUDIT_SIGNING_KEY}).\nPRIVATE-KEY\n# The public key is for auditors\nPUBLIC-KEY\n"
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nprintf '"+strings.ReplaceAll(out, "\n", "\\n")+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := &bench{ctx: context.Background(), syBin: bin}
+	if k, err := b.auditKey(); err != nil || k != "PRIVATE-KEY" {
+		t.Fatalf("key %q, %v", k, err)
 	}
 }
