@@ -351,3 +351,32 @@ func TestMemoryReloadKeepsCounters(t *testing.T) {
 }
 
 var _ = config.StoreRedis
+
+// TestRedisSettlementBatched: settlements queued together go to Redis in
+// few script calls (one a subject a batch), and each one counts.
+func TestRedisSettlementBatched(t *testing.T) {
+	srv := redistest.Start(t)
+	q, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {tokens_per_day: 1000000}")
+	s := p.Key("acme")
+	var r Request
+	if !r.Begin(p, "acme", []byte(`{"model":"gpt-4o","max_tokens":1}`), []byte("gpt-4o")) {
+		t.Fatal("refused")
+	}
+	res := *r.Key()
+	r.Finish("", false, 0, 0, false)
+	waitSettled(t, q)
+	before := q.Redis().settleCalls.Load()
+	for i := 0; i < 500; i++ {
+		c := res
+		q.Redis().settle(s, &c, c.held[TokensPerDay]+2, 0, false) // 2 tokens more than held, each
+	}
+	waitSettled(t, q)
+	calls := q.Redis().settleCalls.Load() - before
+	if calls >= 100 {
+		t.Fatalf("%d script calls for 500 settlements; want them batched", calls)
+	}
+	if got := srv.Do("HGET", "switchyard:{k:acme}:tpd", "u"); got != "1000" {
+		t.Fatalf("tokens used today %q; want 1000 (500 × 2)", got)
+	}
+	t.Logf("500 settlements in %d script calls", calls)
+}
