@@ -123,9 +123,8 @@ func failMode(v uint32) Mode {
 }
 
 // reserve checks and takes subject s's limits for a request reserving
-// tokens, into r.
-func (q *Quotas) reserve(s *Subject, tokens int64, r *Reservation) {
-	now := q.now()
+// tokens at now, into r.
+func (q *Quotas) reserve(s *Subject, tokens int64, r *Reservation, now time.Time) {
 	if q.redis == nil {
 		// Fast path: the memory store.
 		reserveMem(s.mem, &s.Limit, s.kinds, tokens, now, r)
@@ -155,13 +154,13 @@ func (q *Quotas) reserve(s *Subject, tokens int64, r *Reservation) {
 	}
 }
 
-// settle settles r for subject s (see settleMem).
-func (q *Quotas) settle(s *Subject, r *Reservation, tokens, spend int64, refund bool) {
+// settle settles r for subject s at now (see settleMem).
+func (q *Quotas) settle(s *Subject, r *Reservation, tokens, spend int64, refund bool, now time.Time) {
 	switch r.src {
 	case srcMemory:
-		settleMem(s.mem, &s.Limit, s.kinds, r, tokens, spend, refund, q.now())
+		settleMem(s.mem, &s.Limit, s.kinds, r, tokens, spend, refund, now)
 	case srcLocal:
-		settleMem(s.loc, &s.local, s.kinds, r, tokens, spend, refund, q.now())
+		settleMem(s.loc, &s.local, s.kinds, r, tokens, spend, refund, now)
 		if q.redis != nil && !refund {
 			// Counted locally while the store was down: charged to the
 			// store too (queued until it answers), so nothing admitted
