@@ -33,11 +33,14 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// testRedisTimeout is quotas.redis.timeout in redisQuotas.
+var testRedisTimeout = "100ms"
+
 // redisQuotas builds a Quotas on the Redis at url with the quotas block
 // extra (indented 2) and key acme's limits; logs go to the returned buffer.
 func redisQuotas(t *testing.T, url, extra, limits string) (*Quotas, *Plan, *lockedBuffer) {
 	t.Helper()
-	cfg := testConfig(t, "quotas:\n  store: redis\n  redis:\n    url: "+url+"\n    timeout: 100ms\n"+extra, limits, "")
+	cfg := testConfig(t, "quotas:\n  store: redis\n  redis:\n    url: "+url+"\n    timeout: "+testRedisTimeout+"\n"+extra, limits, "")
 	client, err := Connect(cfg.Quotas.Redis)
 	if err != nil {
 		t.Fatal(err)
