@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/tenancy"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -163,6 +164,11 @@ type Gateway struct {
 	// API requests are then refused 503 audit_unavailable after their key
 	// is checked. Set before serving.
 	AuditBehind func() bool
+	// Owners remembers which client key created each Responses API answer;
+	// used only with client keys. nil = no ownership checks. OwnerFailed
+	// hears of a failed Remember (nil = ignored). Set before serving.
+	Owners      tenancy.OwnerStore
+	OwnerFailed func(error)
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get
