@@ -299,6 +299,7 @@ func TestExampleConfigLoads(t *testing.T) {
 		{Key: router.KeyModelPrefix, Value: "claude-", Chain: []int{1, 2}},
 		{Key: router.KeyUser, Value: "vip", Chain: []int{0}},
 		{Key: router.KeyModelPrefix, Value: "meta-llama/", Chain: []int{4, 5}},
+		{Key: router.KeyUser, Value: "globex", Chain: []int{3}},
 	}
 	if !reflect.DeepEqual(rules, wantRules) {
 		t.Errorf("rules\n got  %+v\n want %+v", rules, wantRules)
