@@ -20,7 +20,7 @@ import (
 	"github.com/goccy/go-yaml/token"
 )
 
-// Defaults (SPEC §2).
+// Defaults (README, Configuration reference).
 const (
 	DefaultListen          = "127.0.0.1:8080"
 	DefaultMaxRequestBytes = 10 << 20
@@ -360,7 +360,7 @@ func syntaxProblem(file string, err error) Problem {
 }
 
 var (
-	topKeys    = []string{"server", "log", "strategy", "targets", "auth", "audit"}
+	topKeys    = []string{"server", "log", "strategy", "targets", "auth", "quotas", "audit", "admin", "tracing"}
 	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch",
 		"reduce_memory_usage", "allowed_hosts", "allowed_origins"}
 	logKeys       = []string{"level", "format", "access_log"}
@@ -368,7 +368,8 @@ var (
 	conditionKeys = []string{"key", "field", "value", "target_key", "target_keys"}
 	targetKeys    = []string{"virtual_key", "provider", "base_url", "api_key", "region",
 		"aws_access_key_id", "aws_secret_access_key", "aws_session_token",
-		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency", "residency"}
+		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency", "limits", "prices", "residency"}
+	targetKeysAll   = append(slices.Clone(targetKeys), cloudKeys...)
 	retryKeys       = []string{"attempts", "on_status_codes", "initial_backoff_ms"}
 	breakerKeys     = []string{"failure_threshold", "success_threshold", "max_half_threshold", "timeout"}
 	concurrencyKeys = []string{"max_concurrency", "queue_size"}
@@ -422,7 +423,9 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 		}
 	}
 	d.decodeAuth(top["auth"], cfg)
+	d.decodeQuotas(top["quotas"], cfg)
 	d.decodeAudit(top["audit"], cfg)
+	d.decodeObservability(top, cfg)
 	return cfg
 }
 
@@ -472,7 +475,7 @@ func (d *decoder) decodeTarget(n ast.Node, path string) Target {
 		},
 		Concurrency: Concurrency{MaxConcurrency: DefaultMaxConcurrency, QueueSize: DefaultQueueSize},
 	}
-	m := d.fields(n, path, "a target", targetKeys...)
+	m := d.fields(n, path, "a target", targetKeysAll...)
 	d.setStr(m, path, "virtual_key", &t.VirtualKey)
 	d.setStr(m, path, "provider", &t.Provider)
 	d.setStr(m, path, "base_url", &t.BaseURL)
@@ -481,6 +484,7 @@ func (d *decoder) decodeTarget(n ast.Node, path string) Target {
 	d.setStr(m, path, "aws_access_key_id", &t.AWSAccessKeyID)
 	d.setStr(m, path, "aws_secret_access_key", &t.AWSSecretAccessKey)
 	d.setStr(m, path, "aws_session_token", &t.AWSSessionToken)
+	d.decodeCloud(m, path, &t.Cloud)
 	d.setStrList(m, path, "models", "model ids or prefix* patterns", &t.Models)
 	d.setStrMap(m, path, "model_map", &t.ModelMap)
 	d.setDuration(m, path, "timeout", &t.Timeout)
@@ -503,5 +507,7 @@ func (d *decoder) decodeTarget(n ast.Node, path string) Target {
 	c := d.fields(m["concurrency"], cp, "concurrency", concurrencyKeys...)
 	d.setInt(c, cp, "max_concurrency", &t.Concurrency.MaxConcurrency)
 	d.setInt(c, cp, "queue_size", &t.Concurrency.QueueSize)
+	d.decodeLimits(m["limits"], join(path, "limits"), &t.Limits)
+	d.decodePrices(m["prices"], join(path, "prices"), &t.Prices)
 	return t
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
@@ -21,7 +22,7 @@ const (
 	headerMetadataLower = "x-gateway-metadata"
 )
 
-// route is one path of the HTTP surface (SPEC §3).
+// route is one path of the HTTP surface (README, HTTP surface and headers).
 type route uint8
 
 const (
@@ -217,6 +218,9 @@ type scratch struct {
 	// pairs holds its metadata merged with the header's (see bindKey).
 	key   *clientKey
 	pairs []router.Pair
+	// quota is the request's quota state (see quota.go); inactive
+	// without a quota plan.
+	quota quota.Request
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
@@ -252,7 +256,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	// Walk. It writes the answer (proxied response or final error) into rc.
 	obs := g.Observer
 	var tr *tracker
-	if g.Finished != nil || g.Panicked != nil {
+	if g.Finished != nil || g.Panicked != nil || sc.quota.Active() || g.Tracer != nil {
 		tr = acquireTracker(g, rc, s, sc)
 		tr.entry.ConfigHash = st.Config.Hash
 		obs = tr
@@ -264,6 +268,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	g.reportFenced(sc.key, &res)
 	g.rememberResponse(rc, s, sc.key, &res)
 	if tr != nil {
+		tr.takeQuota(&sc.quota) // settled when the answer ends
 		tr.walkReturned(res)
 	}
 }
@@ -298,6 +303,9 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 	if !keyAllows(rc, sc.key, s, p.Model) {
 		return false
 	}
+	if !admitKey(rc, st, s, sc, body) {
+		return false
+	}
 	// Only the chat-like surfaces stream; a "stream" field elsewhere is the
 	// upstream's business, not a reason to expect SSE. count_tokens never
 	// streams, and routes as the non-stream request it is.
@@ -311,7 +319,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		HasTools: p.HasTools,
 	}
 	// Metadata routes chat-like surfaces only; elsewhere the header is
-	// ignored, not even validated (SPEC §4.2). The body is checked first,
+	// ignored, not even validated (README, Routing 2). The body is checked first,
 	// so a request with both wrong hears about its body.
 	// It is read from the header section as received (h), and only once.
 	if s.ChatLike() {
@@ -362,6 +370,9 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 
 	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens, Fence: sc.key.fenceOf()}
 	sc.call.TraceParent, sc.call.TraceState = h.trace()
+	if sc.quota.Active() {
+		sc.call.Quota = &sc.quota
+	}
 	if s == router.SurfaceMessages {
 		// The pass-through forwards anthropic-version and anthropic-beta.
 		sc.call.Header = &rc.Request.Header
@@ -370,7 +381,8 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 }
 
 func releaseScratch(sc *scratch) {
-	clear(sc.cands[:cap(sc.cands)]) // drop target pointers of old configs
+	sc.quota.Finish("", false, 0, 0, false) // a request that never walked gives back what it held
+	clear(sc.cands[:cap(sc.cands)])         // drop target pointers of old configs
 	sc.cands = sc.cands[:0]
 	sc.call = upstream.Call{}
 	sc.key = nil

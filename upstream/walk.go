@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
-// Response headers set by Walk on every proxied response (SPEC §3). The hot
+// Response headers set by Walk on every proxied response (README, HTTP surface and headers). The hot
 // path sets X-Gateway-Rule and X-Request-Id itself.
 const (
 	HeaderTarget   = "X-Gateway-Target"
@@ -99,7 +101,7 @@ func (NopObserver) Failover(*Target, Class) {}
 func (NopObserver) StreamEnd(Result, time.Duration) {}
 
 // Walk sends call to the members of chain in order and writes the final
-// answer — success, the upstream's own 4xx, or the SPEC §5 error — into
+// answer — success, the upstream's own 4xx, or the README, Errors error — into
 // rc's response, with the X-Gateway-Target/-Provider/-Model/-Attempts
 // headers. chain must already hold only the candidates that serve the model
 // and surface (the rule's members, in order): Walk never calls anything
@@ -188,6 +190,8 @@ type walk struct {
 	// minPark is the shortest remaining park among the members skipped as
 	// parked or parked by this walk; -1 = none.
 	minPark time.Duration
+	// quotaWait is the soonest a member skipped for its quota has room.
+	quotaWait time.Duration
 	// pending is true while an attempt holds a breaker ticket it has not
 	// reported yet (see attempt).
 	pending bool
@@ -264,6 +268,16 @@ func (w *walk) member(t *Target) bool {
 		}
 		w.last = outcome{class: ClassParked}
 		return false
+	}
+	if q := w.call.Quota; q != nil {
+		if wait, ok := q.Enter(t.Name); !ok {
+			w.obs.Skip(t, ClassQuota)
+			if w.last.class != ClassQuota || wait < w.quotaWait {
+				w.quotaWait = wait // the soonest any skipped member has room
+			}
+			w.last = outcome{class: ClassQuota}
+			return false
+		}
 	}
 	br := t.Breaker()
 	ticket, ok := br.Allow(now)
@@ -391,9 +405,17 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		}
 	}()
 	model := t.UpstreamModel(w.call.Model)
-	ad := adapterOfSurface(t.Adapter, w.call.Surface)
+	ad := adapterOfModel(adapterOfSurface(t.Adapter, w.call.Surface), model)
 	if err := ad.BuildRequest(req, &t.Endpoint, w.call, model); err != nil {
 		fasthttp.ReleaseRequest(req)
+		if err == ErrNoToken {
+			// No access token: a transport failure of this target.
+			t0 := w.now
+			w.now = w.clk.now() // the first fetch may have been waited for
+			o = outcome{class: ClassTransport}
+			w.done(t, ticket, o, t0)
+			return o, false
+		}
 		// Not an upstream call: the request cannot be expressed for this
 		// provider. A client error, neutral for the breaker.
 		w.pending = false
@@ -571,8 +593,8 @@ func errClass(err error) Class {
 // headers sets the X-Gateway-* response headers for the last member.
 func (w *walk) headers(t *Target) {
 	h := &w.rc.Response.Header
-	h.SetCanonical(headerTarget, stringBytes(t.Name))
-	h.SetCanonical(headerProvider, stringBytes(t.Provider))
+	h.SetCanonical(headerTarget, byteconv.Bytes(t.Name))
+	h.SetCanonical(headerProvider, byteconv.Bytes(t.Provider))
 	setModelHeader(h, t.UpstreamModel(w.call.Model))
 	var buf [20]byte
 	h.SetCanonical(headerAttempts, strconv.AppendInt(buf[:0], int64(w.res.Attempts), 10))
@@ -600,7 +622,7 @@ func setModelHeader(h *fasthttp.ResponseHeader, model []byte) {
 	h.SetCanonical(headerModel, model)
 }
 
-// fail writes the final error of a walk that found no answer (SPEC §5), in
+// fail writes the final error of a walk that found no answer (README, Errors), in
 // the envelope of the call's surface.
 func (w *walk) fail() {
 	o := w.last
@@ -647,6 +669,11 @@ func (w *walk) fail() {
 		if len(body) == 0 {
 			body = gateway("upstream refused the request", TypeInvalidRequest, CodeInvalidRequest)
 		}
+	case ClassQuota:
+		status = fasthttp.StatusTooManyRequests
+		secs := int64((w.quotaWait + time.Second - 1) / time.Second)
+		rc.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, strconv.AppendInt(nil, max(secs, 1), 10))
+		body = gateway("every candidate target is out of its own quota", TypeRateLimit, CodeTargetQuota)
 	case ClassAuth:
 		body = gateway("upstream rejected the gateway's credentials", TypeUpstream, CodeUpstreamAuth)
 	case ClassTimeout:
