@@ -1,8 +1,6 @@
 package hotpath
 
 import (
-	"errors"
-	"net"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -182,24 +180,24 @@ func (g *Gateway) errorHandler(rc *fasthttp.RequestCtx, err error) {
 	}
 }
 
-// writeReadError writes the OpenAI-shaped answer to a read error.
+// writeReadError writes the OpenAI-shaped answer to a read error: a fixed
+// text per class (ClassifyReadError), never fasthttp's own, which quotes
+// the offending bytes (a client's key among them).
 func (g *Gateway) writeReadError(rc *fasthttp.RequestCtx, err error) {
-	var small *fasthttp.ErrSmallBuffer
-	var netErr net.Error
-	switch {
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+	switch c := ClassifyReadError(err); c {
+	case ReadErrorBodySize:
 		limit := FallbackMaxRequestBytes
 		if st := g.Load(); st != nil {
 			limit = st.maxRequestBytes
 		}
 		writeTooLarge(rc, limit)
-	case errors.As(err, &small):
-		writeError(rc, fasthttp.StatusRequestHeaderFieldsTooLarge, "request headers are too large",
+	case ReadErrorHeaderSize:
+		writeError(rc, fasthttp.StatusRequestHeaderFieldsTooLarge, c.Message(),
 			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
-	case errors.As(err, &netErr) && netErr.Timeout():
+	case ReadErrorTimeout:
 		writeReadTimeout(rc)
 	default:
-		writeError(rc, fasthttp.StatusBadRequest, "malformed HTTP request: "+err.Error(),
+		writeError(rc, fasthttp.StatusBadRequest, c.Message(),
 			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 	}
 }
