@@ -23,7 +23,7 @@ func TestStrictDecodeProblems(t *testing.T) {
 		wants []want
 	}{
 		{"unknown top-level key", minimal + "servr:\n  listen: :8080\n",
-			[]want{{"servr", 7, "servr", `unknown key "servr" in the config; want server, log, strategy, targets, auth, quotas, audit`}}},
+			[]want{{"servr", 7, "servr", `unknown key "servr" in the config; want server, log, strategy, targets, auth, quotas, audit, admin, tracing`}}},
 		{"unknown nested key", strings.Replace(minimal, "  - virtual_key: openai\n", "  - virtual_key: openai\n    retry:\n      attemps: 2\n", 1),
 			[]want{{"targets[0].retry.attemps", 8, "attemps", `unknown key "attemps" in retry; want attempts, on_status_codes, initial_backoff_ms`}}},
 		{"unknown key in flow condition", strings.Replace(minimal, "target_key: openai}", "target: openai}", 1),
@@ -32,7 +32,7 @@ func TestStrictDecodeProblems(t *testing.T) {
 				{"strategy.conditions[0].target", 4, "target:", `unknown key "target" in a condition; want key, field, value, target_key, target_keys`},
 			}},
 		{"unknown key with capitals is quoted", minimal + "Server: {}\n",
-			[]want{{`["Server"]`, 7, "Server", `unknown key "Server" in the config; want server, log, strategy, targets, auth, quotas, audit`}}},
+			[]want{{`["Server"]`, 7, "Server", `unknown key "Server" in the config; want server, log, strategy, targets, auth, quotas, audit, admin, tracing`}}},
 		{"duplicate top-level key", minimal + "targets:\n  - virtual_key: x\n",
 			[]want{{"targets", 7, "targets", `duplicate key "targets" (first at line 5); a key may appear once in a mapping`}}},
 		{"duplicate nested key keeps checking the first value", strings.Replace(minimal, "  - virtual_key: openai\n", "  - virtual_key: openai\n    timeout: 0s\n    timeout: 5s\n", 1),
@@ -57,7 +57,7 @@ func TestStrictDecodeProblems(t *testing.T) {
 			[]want{{"server", 7, "[a]", "got a list; want server (a mapping)"}}},
 		{"top level not a mapping", "- a\n- b\n",
 			[]want{
-				{"", 1, "-", "got a list; want a mapping of server, log, strategy, targets, auth, quotas, audit"},
+				{"", 1, "-", "got a list; want a mapping of server, log, strategy, targets, auth, quotas, audit, admin, tracing"},
 				{"targets", 1, "-", "no targets; want at least one (targets[0] is the no-match fallback)"},
 				{"strategy.mode", 1, "-", "mode is required; want conditional"},
 			}},
@@ -212,7 +212,7 @@ targets:
 `
 	// x-defaults is not a known key: anchors must live in a known place.
 	checkProblems(t, src, problemsOf(t, src, noEnv), []want{
-		{"[\"x-defaults\"]", 1, "x-defaults", `unknown key "x-defaults" in the config; want server, log, strategy, targets, auth, quotas, audit`},
+		{"[\"x-defaults\"]", 1, "x-defaults", `unknown key "x-defaults" in the config; want server, log, strategy, targets, auth, quotas, audit, admin, tracing`},
 	})
 
 	src = `strategy:

@@ -360,7 +360,7 @@ func syntaxProblem(file string, err error) Problem {
 }
 
 var (
-	topKeys    = []string{"server", "log", "strategy", "targets", "auth", "quotas", "audit"}
+	topKeys    = []string{"server", "log", "strategy", "targets", "auth", "quotas", "audit", "admin", "tracing"}
 	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch",
 		"reduce_memory_usage", "allowed_hosts", "allowed_origins"}
 	logKeys       = []string{"level", "format", "access_log"}
@@ -425,6 +425,7 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 	d.decodeAuth(top["auth"], cfg)
 	d.decodeQuotas(top["quotas"], cfg)
 	d.decodeAudit(top["audit"], cfg)
+	d.decodeObservability(top, cfg)
 	return cfg
 }
 

@@ -61,7 +61,7 @@ func isSecret(path string) bool {
 	case "url":
 		return strings.HasPrefix(path, "quotas.") // may hold a Redis password
 	case "key":
-		return strings.HasPrefix(path, "auth.") // a client key, not a condition's key
+		return strings.HasPrefix(path, "auth.") || path == "admin.key" // a client or admin key, not a condition's key
 	}
 	return false
 }

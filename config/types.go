@@ -28,6 +28,9 @@ type Config struct {
 	Quotas Quotas `yaml:"quotas"`
 	// Audit is the signed audit log; off when Audit.Path is "".
 	Audit Audit `yaml:"audit"`
+	// Admin and Tracing are the console and OpenTelemetry blocks (see observability.go).
+	Admin   Admin   `yaml:"admin"`
+	Tracing Tracing `yaml:"tracing"`
 
 	// File is the path the config was read from ("" when parsed from memory).
 	File string `yaml:"-"`

@@ -83,7 +83,7 @@ func (d *decoder) applyTargetDefaults(cfg *Config) {
 				t.APIKey = v
 			}
 		}
-		if entra && t.AzureAuthority == "" {
+		if entra && t.AzureAuthority == "" && t.Provider == ProviderAzure {
 			t.AzureAuthority = DefaultAzureAuthority
 		}
 		t.AzureAuthority = strings.TrimRight(t.AzureAuthority, "/")
@@ -97,6 +97,7 @@ func (d *decoder) validate(cfg *Config) {
 	declared := d.validateTargets(cfg)
 	d.validateStrategy(cfg, declared)
 	d.validateAuth(cfg)
+	d.validateObservability(cfg)
 	d.validateQuotas(cfg)
 	d.validateAudit(cfg)
 	d.validateResidency(cfg) // last: the proof needs an otherwise valid config

@@ -47,6 +47,10 @@ func run(cfgPath, listen string, logOut io.Writer, sigs <-chan os.Signal, starte
 		d.log.Error().Err(err).Str("listen", d.ListenAddress()).Msg("cannot listen")
 		return 1
 	}
+	if err := d.StartConsole(); err != nil {
+		d.log.Error().Err(err).Msg("cannot start the operator's console")
+		return 1
+	}
 	served := make(chan error, 1)
 	go func() { served <- d.Serve(ln) }()
 	if started != nil {

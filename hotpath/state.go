@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/tracing"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -167,6 +168,9 @@ type Gateway struct {
 	// API requests are then refused 503 audit_unavailable after their key
 	// is checked. Set before serving.
 	AuditBehind func() bool
+	// Tracer, when set, traces each routed request (package tracing);
+	// nil = off, at no cost. Set before serving.
+	Tracer *tracing.Tracer
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get
