@@ -50,10 +50,11 @@ func (c *Config) RouterSpecs() ([]router.RuleSpec, []router.TargetSpec) {
 	for i, t := range c.Targets {
 		byName[t.VirtualKey] = i
 		targets[i] = router.TargetSpec{
-			Name:     t.VirtualKey,
-			Provider: t.Provider,
-			Surfaces: t.Surfaces(),
-			Models:   slices.Clone(t.Models), // nil stays nil: any model
+			Name:      t.VirtualKey,
+			Provider:  t.Provider,
+			Surfaces:  t.Surfaces(),
+			Models:    slices.Clone(t.Models), // nil stays nil: any model
+			Residency: t.Residency,
 		}
 		if len(t.ModelMap) > 0 {
 			// Sorted: map order must not leak into the specs.

@@ -1,5 +1,5 @@
 // Package config loads and validates Switchyard's YAML configuration
-// (SPEC §2). Loading has four phases: a strict decode of the YAML syntax tree
+// (README, Configuration reference). Loading has four phases: a strict decode of the YAML syntax tree
 // (unknown or duplicate keys and wrong types are problems with line:col),
 // ${VAR} interpolation of string values, defaults, and a semantic pass. Every
 // problem of every phase is collected with its YAML path and returned at once
@@ -22,8 +22,15 @@ type Config struct {
 	// Targets is non-empty after a successful load; Targets[0] is the
 	// no-match fallback.
 	Targets []Target `yaml:"targets"`
-	// Auth holds the client keys (SPEC §7); no keys = an open gateway.
+	// Auth holds the client keys (README, Client keys); no keys = an open gateway.
 	Auth Auth `yaml:"auth"`
+	// Quotas is where rate limits and budgets are counted (config/quotas.go).
+	Quotas Quotas `yaml:"quotas"`
+	// Audit is the signed audit log; off when Audit.Path is "".
+	Audit Audit `yaml:"audit"`
+	// Admin and Tracing are the console and OpenTelemetry blocks (see observability.go).
+	Admin   Admin   `yaml:"admin"`
+	Tracing Tracing `yaml:"tracing"`
 
 	// File is the path the config was read from ("" when parsed from memory).
 	File string `yaml:"-"`
@@ -90,7 +97,7 @@ type Strategy struct {
 	Conditions []Condition `yaml:"conditions"`
 }
 
-// Condition keys (SPEC §2).
+// Condition keys (README, Configuration reference).
 const (
 	KeyModel       = "model"
 	KeyModelPrefix = "model_prefix"
@@ -171,10 +178,17 @@ type Target struct {
 	ModelMap map[string]string `yaml:"model_map"`
 	// Timeout bounds one attempt (a stream: until its first byte). Default 60s.
 	Timeout time.Duration `yaml:"timeout"`
+	// Residency is the target's residency label (README, Proving
+	// residency); "" = none.
+	Residency string `yaml:"residency"`
 
 	Retry          Retry          `yaml:"retry"`
 	CircuitBreaker CircuitBreaker `yaml:"circuit_breaker"`
 	Concurrency    Concurrency    `yaml:"concurrency"`
+	// Limits is the provider's own quota for this credential; zero = none.
+	// Prices are USD per 1M tokens by model id or prefix*; nil = none.
+	Limits Limits           `yaml:"limits"`
+	Prices map[string]Price `yaml:"prices"`
 
 	// Line is the 1-based line of the target in the file (0 if unknown).
 	Line int `yaml:"-"`
@@ -193,7 +207,7 @@ type Retry struct {
 	InitialBackoffMs int `yaml:"initial_backoff_ms"`
 }
 
-// CircuitBreaker configures the per-target breaker (SPEC §4.7).
+// CircuitBreaker configures the per-target breaker (README, Routing 7).
 type CircuitBreaker struct {
 	// FailureThreshold is the consecutive counted failures that open it.
 	// Default 5.

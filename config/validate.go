@@ -90,13 +90,17 @@ func (d *decoder) applyTargetDefaults(cfg *Config) {
 	}
 }
 
-// validate is phase 4: the semantic checks of SPEC §2 "Load-time
+// validate is phase 4: the semantic checks of README, Configuration reference "Load-time
 // validation". It reports every problem; none stops the others.
 func (d *decoder) validate(cfg *Config) {
 	d.validateServer(cfg)
 	declared := d.validateTargets(cfg)
 	d.validateStrategy(cfg, declared)
 	d.validateAuth(cfg)
+	d.validateObservability(cfg)
+	d.validateQuotas(cfg)
+	d.validateAudit(cfg)
+	d.validateResidency(cfg) // last: the proof needs an otherwise valid config
 }
 
 func (d *decoder) positiveDuration(path string, v time.Duration, example string) {

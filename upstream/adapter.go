@@ -6,6 +6,8 @@
 package upstream
 
 import (
+	"time"
+
 	"bufio"
 
 	"github.com/valyala/fasthttp"
@@ -13,7 +15,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// Class classifies the outcome of one attempt (SPEC §4.5, §4.7).
+// Class classifies the outcome of one attempt (README, Routing 5 and 7).
 type Class uint8
 
 // Classes. The zero value is ClassOK.
@@ -44,10 +46,13 @@ const (
 	ClassParked
 	// ClassSaturated means the member's concurrency queue was full.
 	ClassSaturated
+	// ClassQuota means the member was skipped: no room in its own limits
+	// (README, Quotas).
+	ClassQuota
 )
 
 var classNames = [...]string{"ok", "transport", "timeout", "server", "rate_limited",
-	"context_length", "auth", "client", "canceled", "circuit_open", "parked", "saturated"}
+	"context_length", "auth", "client", "canceled", "circuit_open", "parked", "saturated", "quota"}
 
 // String returns the class name used in metrics and logs.
 func (c Class) String() string {
@@ -61,7 +66,7 @@ func (c Class) String() string {
 func (c Class) Failover() bool {
 	switch c {
 	case ClassTransport, ClassTimeout, ClassServer, ClassRateLimited,
-		ClassContextLength, ClassCircuitOpen, ClassParked, ClassSaturated:
+		ClassContextLength, ClassCircuitOpen, ClassParked, ClassSaturated, ClassQuota:
 		return true
 	}
 	return false
@@ -118,6 +123,19 @@ type Call struct {
 	// forward, as TraceContext returned them (validated; nil = none).
 	// Borrowed like Body.
 	TraceParent, TraceState []byte
+	// Quota checks each member's own limits as the walk reaches it; nil =
+	// none (README, Quotas).
+	Quota MemberQuota
+	// Fence is the client key's residency guard; nil admits every target.
+	Fence *Fence
+}
+
+// MemberQuota is a request's view of its chain members' own limits.
+type MemberQuota interface {
+	// Enter reserves room on member target for this request (giving back
+	// what the member reached before held); false: skip it, with the
+	// soonest wait until a skipped member has room.
+	Enter(target string) (wait time.Duration, ok bool)
 }
 
 // surfaceAdapter is an Adapter that serves some surface through another

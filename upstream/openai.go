@@ -118,7 +118,7 @@ func (openAIAdapter) ClassifyError(status int, _ *fasthttp.ResponseHeader, body 
 	return class, AppendError(nil, msg, typ, code)
 }
 
-// classifyStatus maps a non-2xx HTTP status to its class (SPEC §4.5).
+// classifyStatus maps a non-2xx HTTP status to its class (README, Routing 5).
 func classifyStatus(status int) Class {
 	switch {
 	case status == fasthttp.StatusRequestTimeout || status >= 500:
