@@ -98,6 +98,14 @@ func (c *Config) ResidencyWarnings() []Problem {
 			}
 		case "gemini":
 			why = "the Gemini API serves from Google's global pool and cannot be pinned to a region; use a vertex target with a regional location"
+		case ProviderVertex:
+			if t.Region == VertexGlobal {
+				why = "its region is global: Vertex AI's global endpoint may serve the request from any region; use a regional location such as europe-west4"
+			}
+		case ProviderAzure:
+			if t.AzureDeploymentType == AzureGlobal {
+				why = "its azure_deployment_type is global: Azure may process the request in any region; use a datazone or standard deployment"
+			}
 		}
 		if why == "" {
 			continue
