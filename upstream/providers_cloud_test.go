@@ -228,7 +228,7 @@ func TestCloudFailoverAzureToVertex(t *testing.T) {
 		// Last two: a 429 parks azure; then the token endpoint fails.
 		{"azure 429 retry-after-ms", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("retry-after-ms", "1500")
-			http.Error(w, `{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation have exceeded call rate limit"}}`, 429)
+			http.Error(w, `{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation have exceeded call rate limit"}}`, http.StatusTooManyRequests)
 		}, false, true, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -302,7 +302,7 @@ func TestCloudWireFormats(t *testing.T) {
 		t.Errorf("entra token request %q", f)
 	}
 	// Vertex Claude: chat translated, messages passed through, streams.
-	c.azure.set(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", 503) })
+	c.azure.set(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
 	status, _, body := post(t, c.url+"/v1/chat/completions", cloudChatBody)
 	r, b = c.vertex.last()
 	if status != 200 || !strings.Contains(body, "hello from vertex") {

@@ -102,7 +102,7 @@ func TestSDKOracleVertexClaude(t *testing.T) {
 	saKey := serviceAccountKey(t, tok.srv.URL+"/token")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	creds, err := google.CredentialsFromJSON(ctx, []byte(saKey), "https://www.googleapis.com/auth/cloud-platform")
+	creds, err := google.CredentialsFromJSONWithType(ctx, []byte(saKey), google.ServiceAccount, "https://www.googleapis.com/auth/cloud-platform")
 	if err != nil {
 		t.Fatal(err)
 	}
