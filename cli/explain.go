@@ -160,6 +160,9 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 	}
 	if key != nil {
 		fmt.Fprintf(stdout, "key: %s\n", describeKey(key))
+		if l := keyLimitsLine(cfg, key.Name); l != "" {
+			fmt.Fprintln(stdout, l)
+		}
 		if allow := router.NewModelSet(key.Models); !allow.Has(req.Model) {
 			fmt.Fprintf(stdout, "request: %s\n", describeRequest(&req, set, *metadata))
 			fmt.Fprintf(stdout, "outcome: 403 model_not_allowed: key %q may not use model %q (checked before routing)\n", key.Name, *model)
@@ -200,8 +203,12 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 			candidates = append(candidates, ts.Name)
 		}
 		servesModel = servesModel || m
-		fmt.Fprintf(stdout, "member %s: provider %s, serves model %s, serves surface %s: %s\n",
-			ts.Name, ts.Provider, yesNo(m), yesNo(s), verdict)
+		up := *model
+		if v, ok := cfg.Targets[t].ModelMap[*model]; ok {
+			up = v
+		}
+		fmt.Fprintf(stdout, "member %s: provider %s%s, serves model %s, serves surface %s: %s%s\n",
+			ts.Name, ts.Provider, providerDetail(&cfg.Targets[t], up), yesNo(m), yesNo(s), verdict, memberQuota(&cfg.Targets[t], *model))
 	}
 	switch {
 	case len(candidates) > 0:

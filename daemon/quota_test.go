@@ -7,9 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/quota"
 )
+
+type quotaRoom = quota.Room
 
 const quotaKey = "sy-quota-key-0123456789abcdef0123"
 
@@ -208,5 +212,50 @@ func TestQuotaReloadKeepsCounters(t *testing.T) {
 	}
 	if got := fmt.Sprint(codes(3)); got != "[200 200 429]" {
 		t.Fatalf("after raising the limit to 4 (2 used): %s", got)
+	}
+}
+
+// TestQuotaRefundsAndStreams: a member whose attempt failed gives back
+// what it reserved (the walk failed over), and a stream's reservation is
+// settled to its reported usage when it ends (the console's room shows
+// both).
+func TestQuotaRefundsAndStreams(t *testing.T) {
+	a := startMock(t, mock.Options{Name: "a", FailRate: 1, FailStatus: 503})
+	b, c := startMock(t, mock.Options{Name: "b"}), startMock(t, mock.Options{Name: "c"})
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	writeFile(t, path, quotaConfig(a, b, c, "{requests_per_minute: 2, tokens_per_minute: 100000}", "{tokens_per_day: 100000}"))
+	d, base := startDaemon(t, path, io.Discard)
+	cl := newClient()
+	for i := 0; i < 4; i++ {
+		resp, body := keyedPost(t, cl, base+"/v1/chat/completions", quotaChat)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Gateway-Target") != "b" {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	if a.Stats().Requests != 4 {
+		t.Fatalf("a was tried %d times; want every time (its failed attempts refunded)", a.Stats().Requests)
+	}
+	plan := d.Gateway().Load().Quota
+	room, _ := plan.RoomOf("a", true)
+	if room.Left[0] != 2 || room.Left[1] < 99999 {
+		t.Fatalf("a's room after 4 failed attempts: %v; want everything back", room.Left)
+	}
+	// A stream: usage 8 + 17 = 25 tokens once it ends.
+	before, _ := plan.RoomOf("acme", false)
+	resp, body := keyedPost(t, cl, base+"/v1/chat/completions",
+		`{"model":"mock-model","stream":true,"stream_options":{"include_usage":true},"max_tokens":500,"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, "[DONE]") {
+		t.Fatalf("stream: %d %s", resp.StatusCode, body)
+	}
+	var after quotaRoom
+	for i := 0; i < 100; i++ { // settled when the stream's writer ends, just after the last byte
+		after, _ = plan.RoomOf("acme", false)
+		if before.Left[2]-after.Left[2] <= 30 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if used := before.Left[2] - after.Left[2]; used != 25 {
+		t.Fatalf("the stream took %d tokens of the key's day; want its usage, 25 (reserved 500+)", used)
 	}
 }

@@ -165,7 +165,7 @@ func (tr *tracker) walkReturned(res upstream.Result) {
 		return
 	}
 	tr.entry.Latency = res.End.Sub(tr.start)
-	tr.settleQuota(res)
+	tr.settleQuota(res, res.End)
 	tr.emit()
 }
 
@@ -177,8 +177,9 @@ func (tr *tracker) done() {
 	}
 	tr.entry.Class = tr.streamRes.Class
 	tr.entry.Usage = tr.streamRes.Usage
-	tr.entry.Latency = time.Since(tr.start)
-	tr.settleQuota(tr.streamRes)
+	end := time.Now()
+	tr.entry.Latency = end.Sub(tr.start)
+	tr.settleQuota(tr.streamRes, end)
 	tr.emit()
 }
 

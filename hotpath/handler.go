@@ -4,6 +4,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -381,8 +382,10 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 }
 
 func releaseScratch(sc *scratch) {
-	sc.quota.Finish("", false, 0, 0, false) // a request that never walked gives back what it held
-	clear(sc.cands[:cap(sc.cands)])         // drop target pointers of old configs
+	if sc.quota.Active() { // a request that never walked gives back what it held
+		sc.quota.Finish("", false, 0, 0, false, time.Now())
+	}
+	clear(sc.cands[:cap(sc.cands)]) // drop target pointers of old configs
 	sc.cands = sc.cands[:0]
 	sc.call = upstream.Call{}
 	sc.key = nil

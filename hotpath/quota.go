@@ -24,7 +24,7 @@ func admitKey(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scratch,
 	if st.Quota == nil || !st.Quota.Active() {
 		return true
 	}
-	ok := sc.quota.Begin(st.Quota, keyName(sc.key), body, sc.peek.Model)
+	ok := sc.quota.Begin(st.Quota, keyName(sc.key), body, sc.peek.Model, rc.Time())
 	if sub := sc.quota.Limits(); sub != nil && sub.HasRates() {
 		quota.SetHeaders(&rc.Response.Header, sub, sc.quota.Key(), s == router.SurfaceMessages, time.Now())
 	}
@@ -55,8 +55,9 @@ func (tr *tracker) takeQuota(q *quota.Request) {
 	*q = quota.Request{}
 }
 
-// settleQuota settles the tracked request's quota state against res.
-func (tr *tracker) settleQuota(res upstream.Result) {
+// settleQuota settles the tracked request's quota state against res, which
+// ended at now.
+func (tr *tracker) settleQuota(res upstream.Result, now time.Time) {
 	if !tr.quota.Active() {
 		return
 	}
@@ -65,7 +66,7 @@ func (tr *tracker) settleQuota(res upstream.Result) {
 		name = res.Target.Name
 	}
 	u := res.Usage
-	spend := tr.quota.Finish(name, res.Class == upstream.ClassOK, u.Prompt, u.Completion, u.Known())
+	spend := tr.quota.Finish(name, res.Class == upstream.ClassOK, u.Prompt, u.Completion, u.Known(), now)
 	if spend >= 0 {
 		tr.entry.Spend, tr.entry.HasSpend = spend, true
 	}

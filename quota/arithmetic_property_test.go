@@ -224,3 +224,15 @@ func TestWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowsMatchCalendar: the integer calendar agrees with time.Date on
+// every day from 1970 to 2200.
+func TestWindowsMatchCalendar(t *testing.T) {
+	for d := time.Date(1970, 1, 1, 12, 0, 0, 0, time.UTC); d.Year() < 2200; d = d.AddDate(0, 0, 1) {
+		day, month := windows(d)
+		y, m, _ := d.Date()
+		if day != d.Unix()/86400 || month != int64(y)*12+int64(m)-1 {
+			t.Fatalf("%s: windows %d, %d", d, day, month)
+		}
+	}
+}

@@ -157,12 +157,25 @@ func budgetUsed(v, w int64) int64 {
 }
 
 // windows returns the day and month numbers of t (UTC): days since the Unix
-// epoch, and year × 12 + month − 1.
+// epoch, and year × 12 + month − 1. Integer arithmetic only (the civil
+// calendar from days, as the Redis script computes it): no time.Date.
 func windows(t time.Time) (day, month int64) {
-	sec := t.Unix()
-	day = floorDiv(sec, 86400)
-	y, m, _ := t.UTC().Date()
-	return day, int64(y)*12 + int64(m) - 1
+	day = floorDiv(t.Unix(), 86400)
+	z := day + 719468
+	era := floorDiv(z, 146097)
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y := yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	m := mp + 3
+	if mp >= 10 {
+		m = mp - 9
+	}
+	if m <= 2 {
+		y++
+	}
+	return day, y*12 + m - 1
 }
 
 // windowEnd returns how long from t until window w of kind k ends.

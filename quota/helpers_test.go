@@ -48,6 +48,8 @@ auth:
 	return cfg
 }
 
+var nopLog = zerolog.Nop()
+
 func memQuotas(t testing.TB, cfg *config.Config) (*Quotas, *Plan) {
 	t.Helper()
 	q := New(context.Background(), cfg, nil, zerolog.Nop())

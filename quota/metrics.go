@@ -3,7 +3,7 @@ package quota
 import (
 	"bytes"
 	"io"
-	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,7 +107,7 @@ func (m *Metrics) counter(family, a, x, b, y string) *metrics.Counter {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c = m.counts[id]; c == nil {
-		c = m.set.GetOrCreateCounter(family + "{" + a + "=" + strconv.Quote(x) + "," + b + "=" + strconv.Quote(y) + "}")
+		c = m.set.GetOrCreateCounter(family + "{" + a + "=" + label(x) + "," + b + "=" + label(y) + "}")
 		m.counts[id] = c
 	}
 	return c
@@ -132,7 +132,7 @@ func (m *Metrics) spent(key, target string, micro int64) {
 	if c == nil {
 		m.mu.Lock()
 		if c = m.spend[id]; c == nil {
-			c = m.set.GetOrCreateFloatCounter(`switchyard_spend_usd_total{key=` + strconv.Quote(key) + `,target=` + strconv.Quote(target) + `}`)
+			c = m.set.GetOrCreateFloatCounter(`switchyard_spend_usd_total{key=` + label(key) + `,target=` + label(target) + `}`)
 			m.spend[id] = c
 		}
 		m.mu.Unlock()
@@ -152,3 +152,9 @@ var familyHelp = map[string]string{
 	"switchyard_quota_settlements_pending":       "Settlements queued for the Redis store.",
 	"switchyard_quota_settlements_dropped_total": "Settlements dropped because the queue was full.",
 }
+
+// labelEscaper escapes a label value as the Prometheus text format does.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// label quotes a label value.
+func label(v string) string { return `"` + labelEscaper.Replace(v) + `"` }

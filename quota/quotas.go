@@ -123,9 +123,8 @@ func failMode(v uint32) Mode {
 }
 
 // reserve checks and takes subject s's limits for a request reserving
-// tokens, into r.
-func (q *Quotas) reserve(s *Subject, tokens int64, r *Reservation) {
-	now := q.now()
+// tokens at now, into r.
+func (q *Quotas) reserve(s *Subject, tokens int64, r *Reservation, now time.Time) {
 	if q.redis == nil {
 		// Fast path: the memory store.
 		reserveMem(s.mem, &s.Limit, s.kinds, tokens, now, r)
@@ -155,13 +154,13 @@ func (q *Quotas) reserve(s *Subject, tokens int64, r *Reservation) {
 	}
 }
 
-// settle settles r for subject s (see settleMem).
-func (q *Quotas) settle(s *Subject, r *Reservation, tokens, spend int64, refund bool) {
+// settle settles r for subject s at now (see settleMem).
+func (q *Quotas) settle(s *Subject, r *Reservation, tokens, spend int64, refund bool, now time.Time) {
 	switch r.src {
 	case srcMemory:
-		settleMem(s.mem, &s.Limit, s.kinds, r, tokens, spend, refund, q.now())
+		settleMem(s.mem, &s.Limit, s.kinds, r, tokens, spend, refund, now)
 	case srcLocal:
-		settleMem(s.loc, &s.local, s.kinds, r, tokens, spend, refund, q.now())
+		settleMem(s.loc, &s.local, s.kinds, r, tokens, spend, refund, now)
 		if q.redis != nil && !refund {
 			// Counted locally while the store was down: charged to the
 			// store too (queued until it answers), so nothing admitted
@@ -322,8 +321,10 @@ func (p *Plan) Active() bool {
 
 // Room is a subject's current level, for the console: per kind set, its
 // limit and what is left now (0 for a kind not set). Reading it takes
-// nothing. With the Redis store it reads this process's view: the local
-// fallback's counters while the store is down, else nothing (Known false).
+// nothing and makes no store call. With the Redis store it is this
+// replica's view: the deployment's state as of this replica's last check
+// of the subject (or, while the store is down, its local counting);
+// Known is false before any.
 type Room struct {
 	Name   string
 	Target bool
@@ -368,8 +369,28 @@ func (p *Plan) room(s *Subject) Room {
 	switch {
 	case s.mem != nil:
 		r.Left, r.Known = roomMem(s.mem, &s.Limit, s.kinds, now), true
-	case s.loc != nil && p.q.down.Load():
-		r.Left, r.Known = roomMem(s.loc, &s.local, s.kinds, now), true
+	case s.loc != nil:
+		// The fallback counters mirror the store's last answer (see
+		// seedLocal): a bucket's time to full is the same at either
+		// limit, and a budget holds its share, scaled back up.
+		if s.loc.c[s.kinds[0]].Load() == 0 {
+			return r
+		}
+		day, month := windows(now)
+		ns := now.UnixNano()
+		for _, k := range s.kinds {
+			v := s.loc.c[k].Load()
+			if k.Rate() {
+				r.Left[k], _ = bucketRoom(v, s.Limit[k], ns)
+				continue
+			}
+			w := day
+			if k.monthly() {
+				w = month
+			}
+			r.Left[k] = max(s.Limit[k]-budgetUsed(v, w)*s.Limit[k]/s.local[k], 0)
+		}
+		r.Known = true
 	}
 	return r
 }

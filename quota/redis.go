@@ -192,6 +192,8 @@ type Redis struct {
 	ops     chan settleOp
 	// calls counts script round trips of checks (for tests and bench).
 	calls atomic.Int64
+	// settleCalls counts settlement script calls (one a subject a batch).
+	settleCalls atomic.Int64
 	// lost counts settlements dropped because the queue was full.
 	lost atomic.Int64
 	// observe, when set, hears each check's round-trip time.
@@ -200,6 +202,7 @@ type Redis struct {
 
 // settleOp is one queued settlement.
 type settleOp struct {
+	tag  string // the subject's id: its keys' hash tag
 	keys []string
 	args []string
 }
@@ -277,7 +280,7 @@ func redisKind(k Kind) string {
 
 // settle queues the settlement of res (see settleMem); it never blocks.
 func (r *Redis) settle(s *Subject, res *Reservation, tokens, spend int64, refund bool) {
-	op := settleOp{args: make([]string, 0, 5*len(s.kinds))}
+	op := settleOp{tag: s.id, args: make([]string, 0, 5*len(s.kinds))}
 	for i, k := range s.kinds {
 		full := settled(k, tokens, spend, refund)
 		if full < 0 {
@@ -302,38 +305,57 @@ func (r *Redis) settle(s *Subject, res *Reservation, tokens, spend int64, refund
 }
 
 // maxBatch bounds the settlements sent in one round trip.
-const maxBatch = 256
+const maxBatch = 512
 
-// settleLoop sends queued settlements in batches (one pipelined round trip
-// each). A batch that fails is kept and sent again once the store answers,
-// so an outage loses no settlement unless the queue overflows.
+// settleLoop sends queued settlements in batches: one pipelined round trip
+// a batch, with one script call per subject in it (a subject's keys share
+// a hash slot, so this holds on Redis Cluster too). A call that fails is
+// kept and sent again once the store answers, so an outage loses no
+// settlement unless the queue overflows.
 func (r *Redis) settleLoop(ctx context.Context) {
-	var batch []rueidis.LuaExec
+	var batch []settleOp
 	for {
 		if len(batch) == 0 {
 			select {
 			case <-ctx.Done():
 				return
 			case op := <-r.ops:
-				batch = append(batch, rueidis.LuaExec{Keys: op.keys, Args: op.args})
+				batch = append(batch, op)
 			}
 		}
 	fill:
 		for len(batch) < maxBatch {
 			select {
 			case op := <-r.ops:
-				batch = append(batch, rueidis.LuaExec{Keys: op.keys, Args: op.args})
+				batch = append(batch, op)
 			default:
 				break fill
 			}
 		}
+		// One call per subject, in queue order within it.
+		var execs []rueidis.LuaExec
+		var owners [][]settleOp
+		at := map[string]int{}
+		for _, op := range batch {
+			i, ok := at[op.tag]
+			if !ok {
+				i = len(execs)
+				at[op.tag] = i
+				execs = append(execs, rueidis.LuaExec{})
+				owners = append(owners, nil)
+			}
+			execs[i].Keys = append(execs[i].Keys, op.keys...)
+			execs[i].Args = append(execs[i].Args, op.args...)
+			owners[i] = append(owners[i], op)
+		}
 		cctx, cancel := context.WithTimeout(ctx, max(r.timeout, 250*time.Millisecond))
-		results := settleScript.ExecMulti(cctx, r.client, batch...)
+		results := settleScript.ExecMulti(cctx, r.client, execs...)
 		cancel()
-		var failed []rueidis.LuaExec
+		r.settleCalls.Add(int64(len(execs)))
+		var failed []settleOp
 		for i, res := range results {
 			if err := res.Error(); err != nil && !isScriptError(err) {
-				failed = append(failed, batch[i])
+				failed = append(failed, owners[i]...)
 			}
 		}
 		batch = append(batch[:0], failed...)

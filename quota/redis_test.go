@@ -33,11 +33,14 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// testRedisTimeout is quotas.redis.timeout in redisQuotas.
+var testRedisTimeout = "100ms"
+
 // redisQuotas builds a Quotas on the Redis at url with the quotas block
 // extra (indented 2) and key acme's limits; logs go to the returned buffer.
 func redisQuotas(t *testing.T, url, extra, limits string) (*Quotas, *Plan, *lockedBuffer) {
 	t.Helper()
-	cfg := testConfig(t, "quotas:\n  store: redis\n  redis:\n    url: "+url+"\n    timeout: 100ms\n"+extra, limits, "")
+	cfg := testConfig(t, "quotas:\n  store: redis\n  redis:\n    url: "+url+"\n    timeout: "+testRedisTimeout+"\n"+extra, limits, "")
 	client, err := Connect(cfg.Quotas.Redis)
 	if err != nil {
 		t.Fatal(err)
@@ -51,9 +54,9 @@ func redisQuotas(t *testing.T, url, extra, limits string) (*Quotas, *Plan, *lock
 
 func check(p *Plan, key string) (Reservation, bool) {
 	var r Request
-	ok := r.Begin(p, key, []byte(`{"model":"gpt-4o","max_tokens":10}`), []byte("gpt-4o"))
+	ok := r.Begin(p, key, []byte(`{"model":"gpt-4o","max_tokens":10}`), []byte("gpt-4o"), time.Now())
 	res := *r.Key()
-	r.Finish("openai", ok, 5, 5, true)
+	r.Finish("openai", ok, 5, 5, true, time.Now())
 	return res, ok
 }
 
@@ -94,10 +97,10 @@ func TestRedisOneRoundTripPerCheck(t *testing.T) {
 	const n = 50
 	for i := 0; i < n; i++ {
 		var r Request
-		if !r.Begin(p, "acme", []byte(`{"model":"gpt-4o"}`), []byte("gpt-4o")) {
+		if !r.Begin(p, "acme", []byte(`{"model":"gpt-4o"}`), []byte("gpt-4o"), time.Now()) {
 			t.Fatal("refused")
 		}
-		r.Finish("", false, 0, 0, false) // refund: settled off the path
+		r.Finish("", false, 0, 0, false, time.Now()) // refund: settled off the path
 	}
 	if got := q.Redis().Calls() - before; got != n {
 		t.Fatalf("%d store calls for %d checks; want one each", got, n)
@@ -132,28 +135,28 @@ func TestRedisSettlement(t *testing.T) {
 	q, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {tokens_per_minute: 1000}")
 	body := []byte(`{"model":"gpt-4o","max_tokens":100}`) // 9 + 100 reserved
 	var r Request
-	if !r.Begin(p, "acme", body, []byte("gpt-4o")) {
+	if !r.Begin(p, "acme", body, []byte("gpt-4o"), time.Now()) {
 		t.Fatal("refused")
 	}
 	if got := r.Key().Remaining[TokensPerMinute]; got < 885 || got > 891 {
 		t.Fatalf("remaining after reserving 109: %d", got)
 	}
-	r.Finish("openai", true, 300, 400, true) // used 700: charged 591 more
+	r.Finish("openai", true, 300, 400, true, time.Now()) // used 700: charged 591 more
 	waitSettled(t, q)
 	var r2 Request
-	if !r2.Begin(p, "acme", []byte(`{"model":"gpt-4o","max_tokens":100}`), []byte("gpt-4o")) {
+	if !r2.Begin(p, "acme", []byte(`{"model":"gpt-4o","max_tokens":100}`), []byte("gpt-4o"), time.Now()) {
 		t.Fatal("refused")
 	}
 	if got := r2.Key().Remaining[TokensPerMinute]; got < 185 || got > 195 {
 		t.Fatalf("remaining after 700 used and 109 reserved: %d; want about 191", got)
 	}
-	r2.Finish("", false, 0, 0, false) // refund
+	r2.Finish("", false, 0, 0, false, time.Now()) // refund
 	waitSettled(t, q)
 	var r3 Request
-	if !r3.Begin(p, "acme", body, []byte("gpt-4o")) || r3.Key().Remaining[TokensPerMinute] < 185 {
+	if !r3.Begin(p, "acme", body, []byte("gpt-4o"), time.Now()) || r3.Key().Remaining[TokensPerMinute] < 185 {
 		t.Fatalf("the refund did not come back: remaining %d", r3.Key().Remaining[TokensPerMinute])
 	}
-	r3.Finish("", false, 0, 0, false)
+	r3.Finish("", false, 0, 0, false, time.Now())
 }
 
 // TestRedisPassword: a password-protected Redis works with the URL's
@@ -351,3 +354,32 @@ func TestMemoryReloadKeepsCounters(t *testing.T) {
 }
 
 var _ = config.StoreRedis
+
+// TestRedisSettlementBatched: settlements queued together go to Redis in
+// few script calls (one a subject a batch), and each one counts.
+func TestRedisSettlementBatched(t *testing.T) {
+	srv := redistest.Start(t)
+	q, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {tokens_per_day: 1000000}")
+	s := p.Key("acme")
+	var r Request
+	if !r.Begin(p, "acme", []byte(`{"model":"gpt-4o","max_tokens":1}`), []byte("gpt-4o"), time.Now()) {
+		t.Fatal("refused")
+	}
+	res := *r.Key()
+	r.Finish("", false, 0, 0, false, time.Now())
+	waitSettled(t, q)
+	before := q.Redis().settleCalls.Load()
+	for i := 0; i < 500; i++ {
+		c := res
+		q.Redis().settle(s, &c, c.held[TokensPerDay]+2, 0, false) // 2 tokens more than held, each
+	}
+	waitSettled(t, q)
+	calls := q.Redis().settleCalls.Load() - before
+	if calls >= 100 {
+		t.Fatalf("%d script calls for 500 settlements; want them batched", calls)
+	}
+	if got := srv.Do("HGET", "switchyard:{k:acme}:tpd", "u"); got != "1000" {
+		t.Fatalf("tokens used today %q; want 1000 (500 × 2)", got)
+	}
+	t.Logf("500 settlements in %d script calls", calls)
+}

@@ -30,11 +30,13 @@ type Request struct {
 }
 
 // Begin starts r for a request of client key keyName (its name; "" without
-// auth) with body on plan p, reserving on the key's limits. model must
+// auth) with body on plan p, reserving on the key's limits at now (the
+// request's arrival: the hot path passes the time fasthttp read for it, so
+// the check reads no clock). model must
 // stay valid until the walk ends. It reports whether the request may go
 // on; when not, Key() holds the refusal (Unavailable, or Denied and
 // RetryAfter). A nil p makes r inactive.
-func (r *Request) Begin(p *Plan, keyName string, body, model []byte) bool {
+func (r *Request) Begin(p *Plan, keyName string, body, model []byte, now time.Time) bool {
 	*r = Request{plan: p, keyName: keyName, model: model, minWait: -1}
 	if p == nil {
 		return true
@@ -45,7 +47,7 @@ func (r *Request) Begin(p *Plan, keyName string, body, model []byte) bool {
 		return true
 	}
 	r.key = s
-	p.q.reserve(s, r.tokens, &r.keyRes)
+	p.q.reserve(s, r.tokens, &r.keyRes, now)
 	if !r.keyRes.OK {
 		if !r.keyRes.Unavailable {
 			p.q.metrics.rejected(keyName, r.keyRes.Denied)
@@ -85,7 +87,8 @@ func (r *Request) Enter(target string) (wait time.Duration, ok bool) {
 	if r.plan == nil {
 		return 0, true
 	}
-	r.releaseMember()
+	now := r.plan.q.now()
+	r.releaseMember(now)
 	r.memberName = target
 	if pt := r.plan.prices[target]; pt != nil {
 		r.price, r.priced = pt.lookup(r.model)
@@ -96,7 +99,7 @@ func (r *Request) Enter(target string) (wait time.Duration, ok bool) {
 	if s == nil {
 		return 0, true
 	}
-	r.plan.q.reserve(s, r.tokens, &r.memberRes)
+	r.plan.q.reserve(s, r.tokens, &r.memberRes, now)
 	if !r.memberRes.OK {
 		// A store failure with deny skips the member too: the walk cannot
 		// know it has room.
@@ -116,9 +119,9 @@ func (r *Request) Enter(target string) (wait time.Duration, ok bool) {
 	return 0, true
 }
 
-func (r *Request) releaseMember() {
+func (r *Request) releaseMember(now time.Time) {
 	if r.member != nil {
-		r.plan.q.settle(r.member, &r.memberRes, 0, 0, true)
+		r.plan.q.settle(r.member, &r.memberRes, 0, 0, true, now)
 		r.member = nil
 	}
 }
@@ -126,17 +129,18 @@ func (r *Request) releaseMember() {
 // Finish settles r once the answer is complete: target is the member that
 // answered ("" = none), ok whether it succeeded, and prompt/completion its
 // usage (known false: none reported, so the tokens reserved stand). A
-// failed request refunds everything. It returns the spend in micro-USD
+// failed request refunds everything. now is the answer's end (the hot path
+// passes the walk's last clock reading). It returns the spend in micro-USD
 // (-1 when unknown) and leaves r inactive; later calls do nothing.
-func (r *Request) Finish(target string, ok bool, prompt, completion int64, known bool) (spend int64) {
+func (r *Request) Finish(target string, ok bool, prompt, completion int64, known bool, now time.Time) (spend int64) {
 	spend = -1
 	if r.plan == nil {
 		return spend
 	}
 	if !ok {
-		r.releaseMember()
+		r.releaseMember(now)
 		if r.key != nil {
-			r.plan.q.settle(r.key, &r.keyRes, 0, 0, true)
+			r.plan.q.settle(r.key, &r.keyRes, 0, 0, true, now)
 		}
 		*r = Request{}
 		return spend
@@ -150,10 +154,10 @@ func (r *Request) Finish(target string, ok bool, prompt, completion int64, known
 	}
 	s := max(spend, 0)
 	if r.member != nil {
-		r.plan.q.settle(r.member, &r.memberRes, tokens, s, false)
+		r.plan.q.settle(r.member, &r.memberRes, tokens, s, false, now)
 	}
 	if r.key != nil {
-		r.plan.q.settle(r.key, &r.keyRes, tokens, s, false)
+		r.plan.q.settle(r.key, &r.keyRes, tokens, s, false, now)
 	}
 	if spend > 0 {
 		r.plan.q.metrics.spent(r.keyName, target, spend)
@@ -168,52 +172,55 @@ func (r *Request) Active() bool { return r.plan != nil }
 // Estimate returns the tokens reserved before the call (README, Quotas):
 // ceil(len(body)/4) plus the smallest of the body's max_tokens,
 // max_completion_tokens or max_output_tokens and completion, or completion
-// when it names none. The names are found with a byte search, so a nested
-// member of the same name may be read instead; settlement corrects any
-// difference.
+// when it names none. The names are found with one byte search for
+// `"max_`, so a nested member of the same name may be read instead;
+// settlement corrects any difference.
 func Estimate(body []byte, completion int64) int64 {
 	n := (int64(len(body)) + 3) / 4
 	c := completion
-	for _, name := range maxTokenNames {
-		if v, ok := memberInt(body, name); ok && v < c {
-			c = v
+	for off := 0; off < len(body); {
+		i := bytes.Index(body[off:], maxPrefix)
+		if i < 0 {
+			break
+		}
+		j := off + i + len(maxPrefix)
+		off = j
+		for _, name := range maxTokenNames {
+			if bytes.HasPrefix(body[j:], name) {
+				if v, ok := valueAfter(body, j+len(name)); ok && v < c {
+					c = v
+				}
+				break
+			}
 		}
 	}
 	return n + max(c, 0)
 }
 
-var maxTokenNames = [...][]byte{[]byte(`"max_tokens"`), []byte(`"max_completion_tokens"`), []byte(`"max_output_tokens"`)}
+var (
+	maxPrefix     = []byte(`"max_`)
+	maxTokenNames = [...][]byte{[]byte(`tokens"`), []byte(`completion_tokens"`), []byte(`output_tokens"`)}
+)
 
-// memberInt finds `"name": <integer>` in body.
-func memberInt(body, name []byte) (int64, bool) {
-	for off := 0; off < len(body); {
-		i := bytes.Index(body[off:], name)
-		if i < 0 {
-			return 0, false
-		}
-		j := off + i + len(name)
-		off = j
-		for j < len(body) && isSpace(body[j]) {
-			j++
-		}
-		if j >= len(body) || body[j] != ':' {
-			continue
-		}
+// valueAfter reads `: <integer>` at body[j:].
+func valueAfter(body []byte, j int) (int64, bool) {
+	for j < len(body) && isSpace(body[j]) {
 		j++
-		for j < len(body) && isSpace(body[j]) {
-			j++
-		}
-		var v int64
-		k := j
-		for k < len(body) && body[k] >= '0' && body[k] <= '9' && v < 1<<40 {
-			v = v*10 + int64(body[k]-'0')
-			k++
-		}
-		if k > j {
-			return v, true
-		}
 	}
-	return 0, false
+	if j >= len(body) || body[j] != ':' {
+		return 0, false
+	}
+	j++
+	for j < len(body) && isSpace(body[j]) {
+		j++
+	}
+	var v int64
+	k := j
+	for k < len(body) && body[k] >= '0' && body[k] <= '9' && v < 1<<40 {
+		v = v*10 + int64(body[k]-'0')
+		k++
+	}
+	return v, k > j
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
