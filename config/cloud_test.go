@@ -134,29 +134,3 @@ func TestVertexKeyProblems(t *testing.T) {
 		}
 	}
 }
-
-// TestCloudGlobalPoolWarnings: a labelled vertex target in region global and
-// a labelled azure global deployment are residency warnings; regional ones
-// and unlabelled ones are not.
-func TestCloudGlobalPoolWarnings(t *testing.T) {
-	src := `
-strategy: {mode: conditional, conditions: [{key: model, value: x, target_key: a}]}
-targets:
-  - {virtual_key: a, provider: vertex, project: eu-proj-123, region: global, residency: eu}
-  - {virtual_key: b, provider: vertex, project: eu-proj-123, region: europe-west4, residency: eu}
-  - {virtual_key: c, provider: azure, base_url: "https://x.openai.azure.com/openai/v1", api_key: k, azure_deployment_type: global, residency: eu}
-  - {virtual_key: d, provider: azure, base_url: "https://x.openai.azure.com/openai/v1", api_key: k, azure_deployment_type: datazone, residency: eu}
-  - {virtual_key: e, provider: azure, base_url: "https://x.openai.azure.com/openai/v1", api_key: k, azure_deployment_type: global}
-`
-	ws := mustParse(t, src, noEnv).ResidencyWarnings()
-	var got []string
-	for _, w := range ws {
-		got = append(got, w.Path)
-	}
-	if strings.Join(got, ",") != "targets[0],targets[2]" {
-		t.Fatalf("warnings at %v; want targets[0],targets[2]\n%v", got, ws)
-	}
-	if !strings.Contains(ws[0].Message, "region is global") || !strings.Contains(ws[1].Message, "azure_deployment_type is global") {
-		t.Errorf("messages %q / %q", ws[0].Message, ws[1].Message)
-	}
-}

@@ -167,6 +167,12 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 		// The key's name (never the key), token counts, and the trace id
 		// (validated hex from the client's traceparent).
 		"Key string", "Usage upstream.Usage", "TraceID []uint8", "Spend int64", "HasSpend bool",
+		// The walk's steps point at runtime targets, which hold
+		// credentials: only the audit log reads them, and it writes a
+		// target's name, provider, base URL host and label (audit, and
+		// its test that no credential reaches a line). The config hash is
+		// a SHA-256.
+		"Steps []telemetry.Step", "ConfigHash string",
 	}
 	typ := reflect.TypeFor[Entry]()
 	var got []string
