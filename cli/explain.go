@@ -57,7 +57,9 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "explain: %v\n", err)
 		return ExitUsage
 	}
-	cfg, ok := load(*cfgPath, stderr)
+	// Without the residency proof: explain shows where a refused
+	// config's witness request goes (and says the proof fails).
+	cfg, ok := loadWith(config.LoadUnproven, *cfgPath, stderr)
 	if !ok {
 		return ExitFail
 	}
@@ -122,7 +124,7 @@ func (q *ExplainRequest) parse() (router.Surface, router.Request, error) {
 		HasTools: q.Tools,
 	}
 	// The gateway reads X-Gateway-Metadata on chat-like surfaces only and
-	// neither parses nor validates it elsewhere (SPEC §4.2); so does explain.
+	// neither parses nor validates it elsewhere (README, Routing 2); so does explain.
 	if surface.ChatLike() && q.Metadata != "" {
 		var p router.MetadataParser
 		pairs, err := p.Parse([]byte(q.Metadata))
@@ -158,6 +160,9 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 	}
 	if key != nil {
 		fmt.Fprintf(stdout, "key: %s\n", describeKey(key))
+		if l := keyLimitsLine(cfg, key.Name); l != "" {
+			fmt.Fprintln(stdout, l)
+		}
 		if allow := router.NewModelSet(key.Models); !allow.Has(req.Model) {
 			fmt.Fprintf(stdout, "request: %s\n", describeRequest(&req, set, *metadata))
 			fmt.Fprintf(stdout, "outcome: 403 model_not_allowed: key %q may not use model %q (checked before routing)\n", key.Name, *model)
@@ -198,8 +203,12 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 			candidates = append(candidates, ts.Name)
 		}
 		servesModel = servesModel || m
-		fmt.Fprintf(stdout, "member %s: provider %s, serves model %s, serves surface %s: %s\n",
-			ts.Name, ts.Provider, yesNo(m), yesNo(s), verdict)
+		up := *model
+		if v, ok := cfg.Targets[t].ModelMap[*model]; ok {
+			up = v
+		}
+		fmt.Fprintf(stdout, "member %s: provider %s%s, serves model %s, serves surface %s: %s%s\n",
+			ts.Name, ts.Provider, providerDetail(&cfg.Targets[t], up), yesNo(m), yesNo(s), verdict, memberQuota(&cfg.Targets[t], *model))
 	}
 	switch {
 	case len(candidates) > 0:
@@ -213,6 +222,7 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 	default:
 		fmt.Fprintf(stdout, "outcome: 404 model_not_found: no chain member serves model %q\n", *model)
 	}
+	explainResidency(stdout, snap, key, chain, req.Model, surface)
 	if key == nil && cfg.Auth.Enabled() {
 		fmt.Fprintln(stdout, "note: the config has client keys: a request without one gets 401 invalid_api_key; -key NAME explains one key's requests")
 	}

@@ -1,6 +1,6 @@
 // Package daemon runs the gateway process: it loads the configuration,
-// serves it, reloads it on SIGHUP and drains on SIGTERM/SIGINT (SPEC §1,
-// §6). It is the only place that owns the listener, the fasthttp.Server,
+// serves it, reloads it on SIGHUP and drains on SIGTERM/SIGINT (README, Command line;
+// Reload and shutdown). It is the only place that owns the listener, the fasthttp.Server,
 // the upstream.Pool and the hotpath.Gateway together.
 //
 // Daemon is the in-process form (tests drive it directly); Run wraps it
@@ -25,9 +25,11 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/admin"
+	"github.com/switchyard/switchyard/audit"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/deadline"
 	"github.com/switchyard/switchyard/hotpath"
+	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
 )
@@ -78,6 +80,11 @@ type Daemon struct {
 	gw     *hotpath.Gateway
 	srv    *fasthttp.Server
 	tel    tele // metrics and access log hooks
+	// quotas counts rate limits and budgets; quotaCfg is the config whose
+	// quotas.store and quotas.redis it was built from (restart-only).
+	quotas   *quota.Quotas
+	quotaCfg *config.Config
+	audit    *audit.Log // nil without an audit block
 
 	// reloadMu serializes Reload and config_watch checks; hash is the
 	// SHA-256 of the bytes of the configuration currently served, seen that
@@ -143,8 +150,19 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 		log.Error().Err(err).Msg("cannot build the routing state; not starting")
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
+	if d.quotas, err = newQuotas(cfg, log); err != nil {
+		log.Error().Err(err).Msg("cannot build the quota store; not starting")
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	d.quotaCfg = cfg
+	d.tel.metrics.AddSeries(d.quotas.Metrics().WritePrometheus)
+	st.Quota = d.quotas.Plan(cfg)
 	d.gw = hotpath.New(st)
 	d.tel.attach(d.gw, log)
+	if err := d.openAudit(cfg); err != nil {
+		log.Error().Err(err).Msg("cannot open the audit log; not starting")
+		return nil, fmt.Errorf("%w: audit: %v", ErrInvalidConfig, err)
+	}
 	d.tel.targets(st)
 	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()}, d.reduceMemory)
 	warnOpen(log, d.bind, cfg)
@@ -156,6 +174,10 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 
 // Gateway returns the Gateway the daemon serves (tests read its State).
 func (d *Daemon) Gateway() *hotpath.Gateway { return d.gw }
+
+// Quotas returns the daemon's quota runtime (its Client is the shared
+// Redis connection with store: redis).
+func (d *Daemon) Quotas() *quota.Quotas { return d.quotas }
 
 // Pool returns the daemon's upstream pool (tests inspect its size).
 func (d *Daemon) Pool() *upstream.Pool { return d.pool }
@@ -310,6 +332,8 @@ func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (resul
 		d.tel.reload(ReloadFailure, d.hash, now, err.Error())
 		return ReloadFailure
 	}
+	st.Quota = d.quotas.Plan(cfg) // counters are kept by name
+	warnQuotaRestart(log, d.quotaCfg, cfg)
 	d.gw.Store(st) // the one publication: requests load it once each
 	d.hash = hash
 	d.pool.Retain(st.Targets)

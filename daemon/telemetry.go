@@ -48,6 +48,16 @@ func (t tele) attach(g *hotpath.Gateway, log zerolog.Logger) {
 	}
 	t.console.attach(g, log)
 	g.Panicked = func(v any, stack []byte) { logPanic(log, m, v, stack) }
+	g.Fenced = func(key, target string) { logFenced(log, m, key, target) }
+}
+
+// logFenced reports a walk the residency guard stopped: an error line and
+// switchyard_residency_guard_blocks_total. The load-time proof makes it
+// impossible; one means a bug in the proof or the walk.
+func logFenced(log zerolog.Logger, m *telemetry.Metrics, key, target string) {
+	m.ResidencyBlocked(key, target)
+	log.Error().Str("key", key).Str("target", target).
+		Msg("BUG: the residency guard stopped a request before a target outside its key's residency (answered 500)")
 }
 
 // logPanic reports a panic recovered while serving a request (a gateway

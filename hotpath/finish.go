@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/tracing"
@@ -37,14 +38,17 @@ type tracker struct {
 	// the traceparent forwarded upstream in its place (see traced).
 	span   tracing.Span
 	parent []byte
-	// names owns entry.Walked.
+	// names owns entry.Walked; steps owns entry.Steps.
 	names []string
+	steps []telemetry.Step
 
 	// ends counts the two ends (Walk returned, stream ended) of a streamed
 	// request; streamRes and streamTook are StreamEnd's report.
 	ends       atomic.Int32
 	streamRes  upstream.Result
 	streamTook time.Duration
+	// quota is the request's quota state, settled when the answer ends.
+	quota quota.Request
 }
 
 var trackerPool = sync.Pool{New: func() any { return &tracker{} }}
@@ -58,6 +62,8 @@ func acquireTracker(g *Gateway, rc *fasthttp.RequestCtx, s router.Surface, sc *s
 	tr.model = append(tr.model[:0], sc.peek.Model...)
 	tr.traceID = append(tr.traceID[:0], upstream.TraceIDOf(sc.call.TraceParent)...)
 	tr.names = tr.names[:0]
+	clear(tr.steps) // drop target pointers of old configs
+	tr.steps = tr.steps[:0]
 	tr.ends.Store(0)
 	tr.entry = telemetry.Entry{
 		RequestID: tr.reqID,
@@ -102,6 +108,7 @@ func (tr *tracker) reached(t *upstream.Target) {
 // Attempt implements upstream.Observer.
 func (tr *tracker) Attempt(t *upstream.Target, class upstream.Class, status int, took time.Duration) {
 	tr.reached(t)
+	tr.steps = append(tr.steps, telemetry.Step{Target: t, Class: class})
 	if tr.span.Recording() {
 		tr.span.Attempt(t, class, status, took, time.Now())
 	}
@@ -113,6 +120,7 @@ func (tr *tracker) Attempt(t *upstream.Target, class upstream.Class, status int,
 // Skip implements upstream.Observer.
 func (tr *tracker) Skip(t *upstream.Target, class upstream.Class) {
 	tr.reached(t)
+	tr.steps = append(tr.steps, telemetry.Step{Target: t, Class: class})
 	tr.span.Skip(t, class)
 	if o := tr.g.Observer; o != nil {
 		o.Skip(t, class)
@@ -157,6 +165,7 @@ func (tr *tracker) walkReturned(res upstream.Result) {
 		return
 	}
 	tr.entry.Latency = res.End.Sub(tr.start)
+	tr.settleQuota(res, res.End)
 	tr.emit()
 }
 
@@ -168,12 +177,15 @@ func (tr *tracker) done() {
 	}
 	tr.entry.Class = tr.streamRes.Class
 	tr.entry.Usage = tr.streamRes.Usage
-	tr.entry.Latency = time.Since(tr.start)
+	end := time.Now()
+	tr.entry.Latency = end.Sub(tr.start)
+	tr.settleQuota(tr.streamRes, end)
 	tr.emit()
 }
 
 func (tr *tracker) fill(res upstream.Result) {
 	tr.entry.Walked = tr.names
+	tr.entry.Steps = tr.steps
 	if res.Target != nil {
 		tr.entry.Target = res.Target.Name
 	}

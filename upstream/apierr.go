@@ -2,7 +2,7 @@ package upstream
 
 import "unicode/utf8"
 
-// Error types and codes of the OpenAI error envelope (SPEC §5).
+// Error types and codes of the OpenAI error envelope (README, Errors).
 const (
 	TypeInvalidRequest = "invalid_request_error"
 	TypeUpstream       = "upstream_error"
@@ -18,6 +18,7 @@ const (
 	CodeUpstreamUnavailable = "upstream_unavailable"
 	CodeProviderSaturated   = "provider_saturated"
 	CodeRateLimitExceeded   = "rate_limit_exceeded"
+	CodeTargetQuota         = "target_quota_exhausted"
 	CodeUpstreamAuth        = "upstream_auth_error"
 	CodeUpstreamError       = "upstream_error"
 	CodeGatewayTimeout      = "gateway_timeout"
