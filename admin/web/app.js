@@ -136,11 +136,11 @@ function drawDiagram(st) {
     if (s === "parked") label += " " + Math.max(0, Math.ceil((new Date(t.parked_until) - Date.now()) / 1000)) + "s";
     g.append(sv("text", { x: tx + 12, y: y + 36, class: "muted" }, clip(t.provider, chars(tw / 2))));
     g.append(sv("text", { x: tx + tw - 8, y: y + 36, class: "state", "text-anchor": "end" }, label));
-    let line = "in-flight " + t.in_flight + " · queue " + t.queue_depth;
+    const line = narrow ? "in-flight " + t.in_flight + " · q " + t.queue_depth : "in-flight " + t.in_flight + " · queue " + t.queue_depth;
     g.append(sv("text", { x: tx + 12, y: y + 52, class: "muted" }, line));
     const q = quotaRoom(t.quota);
     if (q !== null) {
-      const mw = Math.min(70, tw * 0.25), mx = tx + tw - mw - 8;
+      const mw = narrow ? 36 : Math.min(70, tw * 0.25), mx = tx + tw - mw - 8;
       g.append(sv("rect", { class: "room", x: mx, y: y + 45, width: mw, height: 6, rx: 3 }));
       g.append(sv("rect", { class: "roomfill", x: mx, y: y + 45, width: mw * q, height: 6, rx: 3 }));
       g.append(sv("title", {}, "quota room " + Math.round(q * 100) + "%"));
