@@ -299,6 +299,7 @@ func TestExampleConfigLoads(t *testing.T) {
 		{Key: router.KeyModelPrefix, Value: "claude-", Chain: []int{1, 2}},
 		{Key: router.KeyUser, Value: "vip", Chain: []int{0}},
 		{Key: router.KeyModelPrefix, Value: "meta-llama/", Chain: []int{4, 5}},
+		{Key: router.KeyUser, Value: "globex", Chain: []int{3}},
 		{Key: router.KeyModelPrefix, Value: "eu-", Chain: []int{6, 7, 8}},
 	}
 	if !reflect.DeepEqual(rules, wantRules) {
