@@ -132,6 +132,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	if want := []string{"alpha:closed", "beta:closed", "gamma:closed"}; !slices.Equal(targets, want) {
 		t.Errorf("targets drawn %v, want %v", targets, want)
 	}
+	// Residency labels and quota room are drawn.
+	if got := eval[string](t, ctx, `[...document.querySelectorAll("#svg g.tgt .badge text")].map(e => e.textContent).join(",")`); got != "eu,us" {
+		t.Errorf("residency badges %q, want eu,us", got)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll('#svg g.tgt[data-target="alpha"] rect.roomfill').length`); n != 1 {
+		t.Errorf("alpha's quota room is not drawn (%d)", n)
+	}
 	// Chains: rule 1 has an edge to beta and to gamma; 3 rules + fallback
 	// make 5 edges.
 	if n := eval[int](t, ctx, `document.querySelectorAll("#svg path.edge").length`); n != 5 {
@@ -149,6 +156,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		if !strings.Contains(row, want) {
 			t.Errorf("decision row %q does not show %q", row, want)
 		}
+	}
+	// The key's row counts it, with its spend and its quota use.
+	waitJS(t, ctx, liveWithin, "acme's request count", `[...document.querySelectorAll("#keys tbody tr")].some(r => r.cells[0].textContent === "acme" && r.cells[1].textContent === "1")`)
+	keyRow := eval[string](t, ctx, `[...document.querySelectorAll("#keys tbody tr")].find(r => r.cells[0].textContent === "acme").innerText`)
+	if !strings.Contains(keyRow, "$0.0") || !strings.Contains(keyRow, "% ") {
+		t.Errorf("acme's row %q shows no spend or quota use", keyRow)
 	}
 
 	// beta fails until its breaker opens (two failures; each request fails

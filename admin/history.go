@@ -15,9 +15,6 @@ type Reload struct {
 	Result string `json:"result"`
 	// Hash is the hex SHA-256 of the configuration served afterwards.
 	Hash string `json:"hash"`
-	// Trigger is what asked for it: "SIGHUP", "config_watch", "" (a
-	// direct call) or "start".
-	Trigger string `json:"trigger,omitempty"`
 	// Problems are a failure's messages (config problems as validate
 	// prints them; they never quote a credential).
 	Problems []string `json:"problems,omitempty"`

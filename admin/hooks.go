@@ -3,9 +3,9 @@ package admin
 import "github.com/switchyard/switchyard/config"
 
 // Hooks into features that live in other packages: the quota store
-// (README, Quotas) and residency labels (README, Residency). Each is a
-// narrow seam the daemon fills; the console shows null where one is
-// absent.
+// (README, Quotas) and residency labels. Quotas default to the served
+// configuration's quota plan (see planQuotas); the console shows null
+// where a key or target has no limits.
 
 // Quotas reads the live quota state for the console. Its methods must be
 // cheap (the status is built at most a few times a second) and safe for
@@ -38,6 +38,4 @@ type QuotaLimit struct {
 }
 
 // residencyOf returns a target's residency label ("" = none).
-// The residency field arrives with the residency work; until then no
-// target carries a label.
-var residencyOf = func(t *config.Target) string { return "" }
+func residencyOf(t *config.Target) string { return t.Residency }

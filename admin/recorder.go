@@ -25,6 +25,8 @@ type keyCounters struct {
 	requests, errors   atomic.Int64
 	prompt, completion atomic.Int64
 	lastSeen           atomic.Int64 // Unix nanoseconds; 0 = never
+	spend              atomic.Int64 // micro-USD of priced answers
+	priced             atomic.Bool  // an answer was priced
 }
 
 // NewRecorder returns a Recorder counting the keys named.
@@ -72,6 +74,12 @@ func (r *Recorder) Finished(e *telemetry.Entry) {
 	}
 	if e.Usage.HasCompletion {
 		c.completion.Add(e.Usage.Completion)
+	}
+	if e.HasSpend {
+		c.spend.Add(e.Spend)
+		if !c.priced.Load() {
+			c.priced.Store(true)
+		}
 	}
 	c.lastSeen.Store(now.UnixNano())
 }

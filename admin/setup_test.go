@@ -78,21 +78,28 @@ targets:
     base_url: %s
     api_key: ` + upstreamSecret + `
     models: [gpt-4o, gpt-4o-mini]
+    residency: eu
+    limits: {requests_per_minute: 1000}
+    prices: {gpt-4o: {input: 2.5, output: 10}, gpt-4o-mini: {input: 0.15, output: 0.6}}
   - virtual_key: beta
     provider: openai
     base_url: %s
     api_key: ` + upstreamSecret + `
     models: [claude-sonnet-4-6]
+    residency: us
+    prices: {"claude-*": {input: 3, output: 15}}
     retry: {attempts: 1}
     circuit_breaker: {failure_threshold: 2, timeout: 120s}
   - virtual_key: gamma
     provider: openai
     base_url: %s
     api_key: ` + upstreamSecret + `
+    prices: {"*": {input: 1, output: 2}}
 auth:
   keys:
     - name: acme
       key: ` + clientKey + `
+      limits: {requests_per_minute: 600, spend_per_day_usd: 50, spend_per_month_usd: 1000}
 `
 
 // startWorld starts the mocks and the gateway with its console; withKey

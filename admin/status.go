@@ -69,7 +69,11 @@ type Key struct {
 	Errors           int64  `json:"errors"`
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
-	// SpendDayUSD and SpendMonthUSD are null when nothing is priced.
+	// SpendUSD is the spend of its answers since start, at the targets'
+	// prices; null until an answer was priced.
+	SpendUSD *float64 `json:"spend_usd"`
+	// SpendDayUSD and SpendMonthUSD are the spend in the current UTC day
+	// and month as its spend budgets count it; null without both budgets.
 	SpendDayUSD   *float64   `json:"spend_day_usd"`
 	SpendMonthUSD *float64   `json:"spend_month_usd"`
 	LastSeen      *time.Time `json:"last_seen"`
@@ -96,14 +100,18 @@ func (s *Server) status(st *hotpath.State, now time.Time) *Status {
 		c := &cfg.Strategy.Conditions[i]
 		out.Rules[i] = Rule{Index: i, Line: c.Line, Key: c.Key, Field: c.Field, Value: c.Value, Chain: c.Chain()}
 	}
-	for i, t := range st.Targets {
-		out.Targets[i] = s.target(&cfg.Targets[i], t, now)
+	q := s.opts.Quotas
+	if q == nil && st.Quota != nil {
+		q = planQuotas{st.Quota}
 	}
-	out.Keys = s.keys(cfg)
+	for i, t := range st.Targets {
+		out.Targets[i] = target(&cfg.Targets[i], t, q, now)
+	}
+	out.Keys = s.keys(cfg, q)
 	return out
 }
 
-func (s *Server) target(ct *config.Target, t *upstream.Target, now time.Time) Target {
+func target(ct *config.Target, t *upstream.Target, q Quotas, now time.Time) Target {
 	out := Target{
 		Name:       t.Name,
 		Provider:   t.Provider,
@@ -120,7 +128,7 @@ func (s *Server) target(ct *config.Target, t *upstream.Target, now time.Time) Ta
 		until := now.Add(d).UTC()
 		out.ParkedUntil = &until
 	}
-	if q := s.opts.Quotas; q != nil {
+	if q != nil {
 		out.Quota = q.TargetQuota(t.Name)
 	}
 	return out
@@ -128,7 +136,7 @@ func (s *Server) target(ct *config.Target, t *upstream.Target, now time.Time) Ta
 
 // keys lists the configured keys in file order, then requests without a
 // key when there were any (or when the config has no auth block).
-func (s *Server) keys(cfg *config.Config) []Key {
+func (s *Server) keys(cfg *config.Config, q Quotas) []Key {
 	m := *s.opts.Recorder.keys.Load()
 	names := make([]string, 0, len(cfg.Auth.Keys)+1)
 	for _, k := range cfg.Auth.Keys {
@@ -143,12 +151,16 @@ func (s *Server) keys(cfg *config.Config) []Key {
 		if c := m[n]; c != nil {
 			k.Requests, k.Errors = c.requests.Load(), c.errors.Load()
 			k.PromptTokens, k.CompletionTokens = c.prompt.Load(), c.completion.Load()
+			if c.priced.Load() {
+				usd := float64(c.spend.Load()) / 1e6
+				k.SpendUSD = &usd
+			}
 			if ns := c.lastSeen.Load(); ns > 0 {
 				t := time.Unix(0, ns).UTC()
 				k.LastSeen = &t
 			}
 		}
-		if q := s.opts.Quotas; q != nil && n != "" {
+		if q != nil && n != "" {
 			k.Quota = q.KeyQuota(n)
 			if day, month, ok := q.Spend(n); ok {
 				k.SpendDayUSD, k.SpendMonthUSD = &day, &month

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"time"
 
@@ -33,6 +34,9 @@ import (
 type Tracer struct {
 	tp *sdktrace.TracerProvider
 	tr trace.Tracer
+	// ratio is sample_ratio: Start decides sampling itself, before the SDK
+	// is asked for anything, so a request not sampled costs no allocation.
+	ratio float64
 }
 
 // New returns the Tracer for cfg, exporting in batches to its OTLP/HTTP
@@ -67,9 +71,10 @@ func NewWithExporter(exp sdktrace.SpanExporter, ratio float64, version string) *
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp),
 		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
+		// Start has decided already (see Tracer.ratio).
+		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 	)
-	return &Tracer{tp: tp, tr: tp.Tracer("github.com/switchyard/switchyard")}
+	return &Tracer{tp: tp, tr: tp.Tracer("github.com/switchyard/switchyard"), ratio: ratio}
 }
 
 // Shutdown exports the spans still queued and stops the exporter; ctx
@@ -127,9 +132,17 @@ type Span struct {
 // at start; parent and state are its valid W3C traceparent and tracestate
 // (nil = none). The span is returned even when not sampled; Recording says.
 func (t *Tracer) Start(start time.Time, s router.Surface, model, parent, state []byte) Span {
+	// Sampling, parent-based: a parent's sampled flag decides; without
+	// one, a request is sampled with probability ratio. Fast path: a
+	// request not sampled returns here, having allocated nothing.
 	ctx := context.Background()
 	if sc, ok := parentContext(parent, state); ok {
+		if !sc.IsSampled() {
+			return Span{}
+		}
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	} else if t.ratio < 1 && !(rand.Float64() < t.ratio) {
+		return Span{}
 	}
 	op := Operation(s)
 	ctx, span := t.tr.Start(ctx, op, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindServer))

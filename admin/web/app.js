@@ -136,11 +136,11 @@ function drawDiagram(st) {
     if (s === "parked") label += " " + Math.max(0, Math.ceil((new Date(t.parked_until) - Date.now()) / 1000)) + "s";
     g.append(sv("text", { x: tx + 12, y: y + 36, class: "muted" }, clip(t.provider, chars(tw / 2))));
     g.append(sv("text", { x: tx + tw - 8, y: y + 36, class: "state", "text-anchor": "end" }, label));
-    let line = "in-flight " + t.in_flight + " · queue " + t.queue_depth;
+    const line = narrow ? "in-flight " + t.in_flight + " · q " + t.queue_depth : "in-flight " + t.in_flight + " · queue " + t.queue_depth;
     g.append(sv("text", { x: tx + 12, y: y + 52, class: "muted" }, line));
     const q = quotaRoom(t.quota);
     if (q !== null) {
-      const mw = Math.min(70, tw * 0.25), mx = tx + tw - mw - 8;
+      const mw = narrow ? 36 : Math.min(70, tw * 0.25), mx = tx + tw - mw - 8;
       g.append(sv("rect", { class: "room", x: mx, y: y + 45, width: mw, height: 6, rx: 3 }));
       g.append(sv("rect", { class: "roomfill", x: mx, y: y + 45, width: mw * q, height: 6, rx: 3 }));
       g.append(sv("title", {}, "quota room " + Math.round(q * 100) + "%"));
@@ -162,14 +162,15 @@ function drawKeys(st) {
   for (const k of st.keys) {
     const name = k.name === "" ? el("span", { class: "none" }, "(no key)") : k.name;
     const errPct = k.requests ? " (" + Math.round(100 * k.errors / k.requests) + "%)" : "";
-    const spend = k.spend_day_usd == null ? el("span", { class: "none" }, "–") :
-      "$" + k.spend_day_usd.toFixed(2) + " / $" + k.spend_month_usd.toFixed(2);
+    const spend = k.spend_usd == null ? el("span", { class: "none" }, "–") : "$" + k.spend_usd.toFixed(k.spend_usd < 10 ? 4 : 2);
+    const spendTitle = "since start" + (k.spend_day_usd == null ? "" :
+      "; budgets: $" + k.spend_day_usd.toFixed(2) + " today, $" + k.spend_month_usd.toFixed(2) + " this month (UTC)");
     tb.append(el("tr", {},
       el("td", { title: k.last_seen ? "last request " + ago(k.last_seen) : "no request yet" }, name),
       el("td", { class: "n" }, num(k.requests)),
       el("td", { class: "n" }, num(k.errors) + errPct),
       el("td", { class: "n" }, num(k.prompt_tokens) + " / " + num(k.completion_tokens)),
-      el("td", { class: "n", title: "today / this month (UTC)" }, spend),
+      el("td", { class: "n", title: spendTitle }, spend),
       el("td", {}, quotaCell(k.quota))));
   }
   const sig = st.keys.map(k => k.name).join("\n");
@@ -182,6 +183,8 @@ function drawKeys(st) {
     sel.value = cur;
   }
 }
+const LIMIT_NAMES = { requests_per_minute: "req/min", tokens_per_minute: "tok/min", tokens_per_day: "tok/day",
+  spend_per_day_usd: "$/day", spend_per_month_usd: "$/month" };
 function quotaCell(q) {
   if (!q || !q.limits || !q.limits.length) return el("span", { class: "none" }, "no limits");
   // The limit closest to full.
@@ -189,7 +192,7 @@ function quotaCell(q) {
   const f = Math.min(1, l.limit > 0 ? l.used / l.limit : 0);
   const bar = el("b"); bar.style.width = Math.round(f * 100) + "%";
   return el("span", { title: q.limits.map(x => x.name + ": " + num(Math.round(x.used)) + " of " + num(x.limit)).join("\n") },
-    el("span", { class: "meter" + (f >= 1 ? " full" : f > 0.8 ? " hi" : "") }, bar), l.name.replaceAll("_", " "));
+    el("span", { class: "meter" + (f >= 1 ? " full" : f > 0.8 ? " hi" : "") }, bar), Math.round(f * 100) + "% " + (LIMIT_NAMES[l.name] || l.name));
 }
 function drawConfig(st) {
   $("version").textContent = st.version;
