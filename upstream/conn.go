@@ -9,24 +9,11 @@ import (
 	"github.com/switchyard/switchyard/deadline"
 )
 
-// trackedConn wraps every upstream connection, for three jobs:
-//
-//   - The walk finds it again from a streamed Response: fasthttp records
-//     conn.LocalAddr() in the Response (Response.LocalAddr), and trackedConn
-//     answers with an address that points back to itself. tls.Conn forwards
-//     LocalAddr and the deadline setters to the wrapped conn, so this works
-//     for https too. fasthttp sets one absolute read deadline (the attempt
-//     deadline) per response; after a stream's commit the walk replaces it
-//     with an idle deadline per event (setStreamDeadline).
-//   - A pooled connection is checked before it carries another request
-//     (see Write): one the peer closed, one with unsolicited bytes waiting,
-//     or one idle past maxIdleConnDuration is refused with errStaleConn
-//     before a byte is written, and connTransport takes a fresh one.
-//   - A client that goes away can have its call's connection closed
-//     (callGuard binds it).
-//
-// A trackedConn is used by one request at a time (fasthttp's pool hands it
-// out exclusively); only Close may come from another goroutine.
+// trackedConn wraps every upstream connection so that the walk can find it
+// again from a streamed Response (see fasthttp_reliance.go), a pooled one is
+// checked before it carries another request (see Write: errStaleConn before
+// a byte is written), and a departed client's call can be cut (callGuard).
+// Used by one request at a time; only Close may come from another goroutine.
 type trackedConn struct {
 	net.Conn
 	addr trackedAddr
