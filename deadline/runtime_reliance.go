@@ -1,9 +1,9 @@
 package deadline
 
 // What the package relies on inside the Go runtime, kept in this one file
-// and pinned by runtime_reliance_test.go: runtime.nanotime, reached by
-// go:linkname, is the clock of time.Time's monotonic reading, so intervals
-// taken from Mono and from time.Now agree.
+// and pinned by runtime_reliance_test.go: runtime.nanotime, reached through
+// a linkname directive, is the clock of time.Time's monotonic reading, so
+// intervals taken from Mono and from time.Now agree.
 
 import (
 	_ "unsafe" // go:linkname
