@@ -48,6 +48,11 @@ type ClientKey struct {
 	// Models is the allow-list: exact ids and "prefix*" patterns. nil = any
 	// model; never empty but non-nil after a successful load.
 	Models []string `yaml:"models"`
+	// Limits are the key's rate limits and budgets; zero = none.
+	Limits Limits `yaml:"limits"`
+	// Residency lists the labels of the targets this key's requests may
+	// reach, proven at load (README, Proving residency). nil = any target.
+	Residency []string `yaml:"residency"`
 
 	// Line is the 1-based line of the key in the file (0 if unknown).
 	Line int `yaml:"-"`
@@ -55,7 +60,7 @@ type ClientKey struct {
 
 var (
 	authKeys      = []string{"keys"}
-	clientKeyKeys = []string{"name", "sha256", "key", "user", "metadata", "models"}
+	clientKeyKeys = []string{"name", "sha256", "key", "user", "metadata", "models", "limits", "residency"}
 )
 
 // decodeAuth is phase 1 for the auth block. A `key:` value is hashed here
@@ -76,6 +81,8 @@ func (d *decoder) decodeAuth(n ast.Node, cfg *Config) {
 		d.setStr(f, path, "user", &k.User)
 		d.setStrList(f, path, "models", "model ids or prefix* patterns", &k.Models)
 		d.decodeKeyMetadata(f["metadata"], join(path, "metadata"), k)
+		d.decodeLimits(f["limits"], join(path, "limits"), &k.Limits)
+		d.setStrList(f, path, "residency", "residency labels", &k.Residency)
 		var digest, plain string
 		hasDigest := d.has[join(path, "sha256")]
 		hasPlain := d.has[join(path, "key")]
@@ -199,7 +206,7 @@ func (c *Config) KeySpecs() []router.KeySpec {
 	out := make([]router.KeySpec, len(c.Auth.Keys))
 	for i := range c.Auth.Keys {
 		k := &c.Auth.Keys[i]
-		ks := router.KeySpec{Name: k.Name, User: []byte(k.User), HasUser: k.User != "", Models: slices.Clone(k.Models)}
+		ks := router.KeySpec{Name: k.Name, User: []byte(k.User), HasUser: k.User != "", Models: slices.Clone(k.Models), Residency: slices.Clone(k.Residency)}
 		for _, name := range slices.Sorted(maps.Keys(k.Metadata)) {
 			ks.Metadata = append(ks.Metadata, router.Pair{Key: []byte(name), Value: []byte(k.Metadata[name])})
 		}

@@ -24,9 +24,12 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/admin"
+	"github.com/switchyard/switchyard/audit"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/deadline"
 	"github.com/switchyard/switchyard/hotpath"
+	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
 )
@@ -77,6 +80,11 @@ type Daemon struct {
 	gw     *hotpath.Gateway
 	srv    *fasthttp.Server
 	tel    tele // metrics and access log hooks
+	// quotas counts rate limits and budgets; quotaCfg is the config whose
+	// quotas.store and quotas.redis it was built from (restart-only).
+	quotas   *quota.Quotas
+	quotaCfg *config.Config
+	audit    *audit.Log // nil without an audit block
 
 	// reloadMu serializes Reload and config_watch checks; hash is the
 	// SHA-256 of the bytes of the configuration currently served, seen that
@@ -132,13 +140,30 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 		d.bind = cfg.Server.Listen
 	}
 	d.tel = newTelemetry(cfg, log)
+	if d.tel.console, err = newConsole(cfg, log); err != nil {
+		log.Error().Err(err).Msg("cannot set up tracing; not starting")
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	d.tel.console.reloaded(admin.Reload{Time: time.Now().UTC(), Result: "start", Hash: d.hash})
 	st, err := hotpath.Build(cfg, d.pool, time.Now())
 	if err != nil {
 		log.Error().Err(err).Msg("cannot build the routing state; not starting")
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
+	if d.quotas, err = newQuotas(cfg, log); err != nil {
+		log.Error().Err(err).Msg("cannot build the quota store; not starting")
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	d.quotaCfg = cfg
+	d.tel.metrics.AddSeries(d.quotas.Metrics().WritePrometheus)
+	st.Quota = d.quotas.Plan(cfg)
 	d.gw = hotpath.New(st)
 	d.tel.attach(d.gw, log)
+	d.attachOwners()
+	if err := d.openAudit(cfg); err != nil {
+		log.Error().Err(err).Msg("cannot open the audit log; not starting")
+		return nil, fmt.Errorf("%w: audit: %v", ErrInvalidConfig, err)
+	}
 	d.tel.targets(st)
 	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()}, d.reduceMemory)
 	warnOpen(log, d.bind, cfg)
@@ -150,6 +175,10 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 
 // Gateway returns the Gateway the daemon serves (tests read its State).
 func (d *Daemon) Gateway() *hotpath.Gateway { return d.gw }
+
+// Quotas returns the daemon's quota runtime (its Client is the shared
+// Redis connection with store: redis).
+func (d *Daemon) Quotas() *quota.Quotas { return d.quotas }
 
 // Pool returns the daemon's upstream pool (tests inspect its size).
 func (d *Daemon) Pool() *upstream.Pool { return d.pool }
@@ -213,6 +242,7 @@ func (d *Daemon) Serve(ln net.Listener) error {
 // response it is serving.
 func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.gw.SetDraining(true)
+	defer d.stopConsole(ctx)
 	return d.srv.ShutdownWithContext(ctx)
 }
 
@@ -255,7 +285,7 @@ func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (resul
 				Msg("BUG: config reload panicked; keeping the configuration served")
 			// Drop Pool entries a half-done build created.
 			d.pool.Retain(d.gw.Load().Targets)
-			d.tel.reload(ReloadFailure, d.hash, now)
+			d.tel.reload(ReloadFailure, d.hash, now, fmt.Sprint("BUG: the reload panicked: ", p))
 			result = ReloadFailure
 		}
 	}()
@@ -263,7 +293,7 @@ func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (resul
 	if readErr != nil {
 		d.seen = seenUnreadable
 		log.Error().Err(readErr).Msg("config reload failed: cannot read the file; keeping the previous configuration")
-		d.tel.reload(ReloadFailure, d.hash, now)
+		d.tel.reload(ReloadFailure, d.hash, now, readErr.Error())
 		return ReloadFailure
 	}
 	hash := hashOf(data)
@@ -276,7 +306,7 @@ func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (resul
 	cfg, err := config.Parse(d.path, data, os.LookupEnv)
 	if err != nil {
 		logConfigError(log, d.path, err, "config reload failed; keeping the previous configuration")
-		d.tel.reload(ReloadFailure, d.hash, now)
+		d.tel.reload(ReloadFailure, d.hash, now, problemLines(err)...)
 		return ReloadFailure
 	}
 	old := d.gw.Load()
@@ -285,15 +315,18 @@ func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (resul
 		log.Error().Err(err).Msg("config reload failed: cannot build the routing state; keeping the previous configuration")
 		// Build may have added Pool entries for new identities; drop them.
 		d.pool.Retain(old.Targets)
-		d.tel.reload(ReloadFailure, d.hash, now)
+		d.tel.reload(ReloadFailure, d.hash, now, err.Error())
 		return ReloadFailure
 	}
+	st.Quota = d.quotas.Plan(cfg) // counters are kept by name
+	warnQuotaRestart(log, d.quotaCfg, cfg)
 	d.gw.Store(st) // the one publication: requests load it once each
 	d.hash = hash
 	d.pool.Retain(st.Targets)
 	d.tel.targets(st)
 	d.tel.reload(ReloadSuccess, hash, now)
 	d.warnRestartOnly(log, cfg)
+	d.warnConsoleRestartOnly(log, cfg)
 	if old.Config.Auth.Enabled() {
 		warnOpen(log, d.bind, cfg) // a reload that drops every key opens the gateway
 	}

@@ -4,9 +4,11 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
@@ -217,6 +219,9 @@ type scratch struct {
 	// pairs holds its metadata merged with the header's (see bindKey).
 	key   *clientKey
 	pairs []router.Pair
+	// quota is the request's quota state (see quota.go); inactive
+	// without a quota plan.
+	quota quota.Request
 }
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
@@ -237,10 +242,14 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 		return
 	}
+	if g.auditRefused(rc, s) {
+		g.finishKeyed(rc, s, telemetry.RuleNotRouted, nil, keyName(key))
+		return
+	}
 	sc := scratchPool.Get().(*scratch)
 	defer releaseScratch(sc)
 	sc.key = key
-	if !routeHead(rc, st, s, countTokens, sc, h) {
+	if !routeHead(rc, st, s, countTokens, sc, h) || g.previousRefused(rc, s, key, sc.call.Body) {
 		g.finishKeyed(rc, s, sc.rule, sc.peek.Model, keyName(key))
 		return
 	}
@@ -248,15 +257,19 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	// Walk. It writes the answer (proxied response or final error) into rc.
 	obs := g.Observer
 	var tr *tracker
-	if g.Finished != nil || g.Panicked != nil {
+	if g.Finished != nil || g.Panicked != nil || sc.quota.Active() || g.Tracer != nil {
 		tr = acquireTracker(g, rc, s, sc)
+		tr.entry.ConfigHash = st.Config.Hash
 		obs = tr
 	}
 	// rc.Time() is when fasthttp began this request (read once per request
 	// by fasthttp itself), so the timeout counts from then at no extra cost.
 	deadline := rc.Time().Add(st.requestTimeout)
 	res := upstream.Walk(rc, &sc.call, sc.cands, deadline, obs)
+	g.reportFenced(sc.key, &res)
+	g.rememberResponse(rc, s, sc.key, &res)
 	if tr != nil {
+		tr.takeQuota(&sc.quota) // settled when the answer ends
 		tr.walkReturned(res)
 	}
 }
@@ -289,6 +302,9 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		return false
 	}
 	if !keyAllows(rc, sc.key, s, p.Model) {
+		return false
+	}
+	if !admitKey(rc, st, s, sc, body) {
 		return false
 	}
 	// Only the chat-like surfaces stream; a "stream" field elsewhere is the
@@ -353,8 +369,11 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		return false
 	}
 
-	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens}
+	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens, Fence: sc.key.fenceOf()}
 	sc.call.TraceParent, sc.call.TraceState = h.trace()
+	if sc.quota.Active() {
+		sc.call.Quota = &sc.quota
+	}
 	if s == router.SurfaceMessages {
 		// The pass-through forwards anthropic-version and anthropic-beta.
 		sc.call.Header = &rc.Request.Header
@@ -363,6 +382,9 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 }
 
 func releaseScratch(sc *scratch) {
+	if sc.quota.Active() { // a request that never walked gives back what it held
+		sc.quota.Finish("", false, 0, 0, false, time.Now())
+	}
 	clear(sc.cands[:cap(sc.cands)]) // drop target pointers of old configs
 	sc.cands = sc.cands[:0]
 	sc.call = upstream.Call{}

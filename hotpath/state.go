@@ -10,8 +10,11 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/tenancy"
+	"github.com/switchyard/switchyard/tracing"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -39,6 +42,9 @@ type State struct {
 	allowedHosts, allowedOrigins []string
 	// keys are the client keys by digest; nil without an auth block.
 	keys keyring
+	// Quota is the configuration's compiled limits and prices; nil = no
+	// quotas. Set before the State is published (Gateway.Store).
+	Quota *quota.Plan
 }
 
 // Build compiles cfg into a State. Runtime targets come from pool, so
@@ -73,6 +79,7 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 		if err != nil {
 			return nil, fmt.Errorf("hotpath: targets[%d]: %w", i, err)
 		}
+		t.Index, t.Residency = i, cfg.Targets[i].Residency
 		st.Targets[i] = t
 	}
 	st.ModelsBody = appendModels(nil, snap.Models(), snap.Created())
@@ -145,6 +152,22 @@ type Gateway struct {
 	// handler or a stream writer goroutine, and must not panic. nil = the
 	// panic is answered but not reported. Set before serving.
 	Panicked func(v any, stack []byte)
+	// Fenced, when set, hears of each walk the residency guard stopped
+	// (key and target names): by construction never, as the load-time
+	// proof refuses such configs. Set before serving.
+	Fenced func(key, target string)
+	// AuditBehind, when set, reports that the audit log cannot keep up:
+	// API requests are then refused 503 audit_unavailable after their key
+	// is checked. Set before serving.
+	AuditBehind func() bool
+	// Owners remembers which client key created each Responses API answer;
+	// used only with client keys. nil = no ownership checks. OwnerFailed
+	// hears of a failed Remember (nil = ignored). Set before serving.
+	Owners      tenancy.OwnerStore
+	OwnerFailed func(error)
+	// Tracer, when set, traces each routed request (package tracing);
+	// nil = off, at no cost. Set before serving.
+	Tracer *tracing.Tracer
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get

@@ -21,6 +21,9 @@ type KeySpec struct {
 	// Models is the allow-list (exact ids and "prefix*" patterns); nil
 	// means any model.
 	Models []string
+	// Residency lists the labels of the targets the key's requests may
+	// reach; nil = unrestricted (see CheckResidency).
+	Residency []string
 }
 
 // ModelSet is a compiled list of exact model ids and "prefix*" patterns,

@@ -118,6 +118,9 @@ type TargetSpec struct {
 	// /v1/models candidates; they do not change what the target serves.
 	// nil means none.
 	MappedModels []string
+	// Residency is the target's residency label; "" = none (README,
+	// Proving residency).
+	Residency string
 }
 
 // Pair is one X-Gateway-Metadata entry, value as written (strings unquoted,

@@ -63,6 +63,21 @@ type Entry struct {
 	// TraceID is the 32 hex digits of the trace id of the request's valid
 	// W3C traceparent header (upstream.TraceID); nil = none.
 	TraceID []byte
+	// Spend is the answer's cost in micro-USD when HasSpend (the answering
+	// target has a price for the model and usage was reported).
+	Spend    int64
+	HasSpend bool
+	// Steps are the walk's upstream calls and skips in order (for the
+	// audit log); nil = none. ConfigHash is the hash of the configuration
+	// that routed the request; "" when it was refused before the walk.
+	Steps      []Step
+	ConfigHash string
+}
+
+// Step is one upstream call or skip of a walk: the member and its class.
+type Step struct {
+	Target *upstream.Target
+	Class  upstream.Class
 }
 
 // RuleNotRouted is Entry.Rule for a request refused before it was routed:
@@ -139,6 +154,9 @@ func (a *AccessLog) Log(e *Entry) {
 	}
 	if len(e.TraceID) > 0 {
 		ev.Bytes("trace_id", e.TraceID)
+	}
+	if e.HasSpend {
+		ev.Float64("spend_usd", float64(e.Spend)/1e6)
 	}
 	ev.Msg("request")
 }

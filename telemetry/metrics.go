@@ -120,6 +120,9 @@ type Metrics struct {
 
 	// now is the clock the scrape-time gauges read breakers and parks with.
 	now func() time.Time
+	// extra write more series (with their # HELP texts) after the set's:
+	// the quota metrics. Set before serving (AddSeries).
+	extra []func(io.Writer)
 	// process adds the process and Go runtime series to each scrape (tests
 	// that parse exact output turn it off).
 	process bool
@@ -142,6 +145,10 @@ func NewMetrics() *Metrics {
 	m.panics = m.set.NewCounter(famPanics)
 	return m
 }
+
+// AddSeries makes every scrape include what write writes (Prometheus text,
+// each family with its own # HELP text). Call before serving.
+func (m *Metrics) AddSeries(write func(io.Writer)) { m.extra = append(m.extra, write) }
 
 // Request counts one answered API request on surface with HTTP status
 // code status (switchyard_requests_total). A status outside 100..599 is
@@ -236,6 +243,9 @@ func (m *Metrics) Handler(rc *fasthttp.RequestCtx) {
 func (m *Metrics) WritePrometheus(w io.Writer) {
 	var buf bytes.Buffer
 	m.set.WritePrometheus(&buf)
+	for _, f := range m.extra {
+		f(&buf)
+	}
 	b := m.appendTargetGauges(buf.Bytes(), m.now())
 	b = m.appendConfigGauges(b)
 	buf = *bytes.NewBuffer(b)

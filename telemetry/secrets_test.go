@@ -166,7 +166,7 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 		"Stream bool", "Class upstream.Class",
 		// The key's name (never the key), token counts, and the trace id
 		// (validated hex from the client's traceparent).
-		"Key string", "Usage upstream.Usage", "TraceID []uint8",
+		"Key string", "Usage upstream.Usage", "TraceID []uint8", "Spend int64", "HasSpend bool",
 	}
 	typ := reflect.TypeFor[Entry]()
 	var got []string

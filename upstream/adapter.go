@@ -5,6 +5,8 @@
 package upstream
 
 import (
+	"time"
+
 	"bufio"
 
 	"github.com/valyala/fasthttp"
@@ -43,10 +45,13 @@ const (
 	ClassParked
 	// ClassSaturated means the member's concurrency queue was full.
 	ClassSaturated
+	// ClassQuota means the member was skipped: no room in its own limits
+	// (README, Quotas).
+	ClassQuota
 )
 
 var classNames = [...]string{"ok", "transport", "timeout", "server", "rate_limited",
-	"context_length", "auth", "client", "canceled", "circuit_open", "parked", "saturated"}
+	"context_length", "auth", "client", "canceled", "circuit_open", "parked", "saturated", "quota"}
 
 // String returns the class name used in metrics and logs.
 func (c Class) String() string {
@@ -60,7 +65,7 @@ func (c Class) String() string {
 func (c Class) Failover() bool {
 	switch c {
 	case ClassTransport, ClassTimeout, ClassServer, ClassRateLimited,
-		ClassContextLength, ClassCircuitOpen, ClassParked, ClassSaturated:
+		ClassContextLength, ClassCircuitOpen, ClassParked, ClassSaturated, ClassQuota:
 		return true
 	}
 	return false
@@ -84,6 +89,14 @@ type Endpoint struct {
 	AWSAccessKeyID     string
 	AWSSecretAccessKey string
 	AWSSessionToken    string
+	// APIVersion is azure's azure_api_version: classic deployment URLs when
+	// set, the v1 API when "".
+	APIVersion string
+	// Project is vertex's Google Cloud project.
+	Project string
+	// Token supplies an OAuth 2.0 access token (azure with Entra ID client
+	// credentials, vertex); nil = none.
+	Token *TokenSource
 	// uris holds the adapter's fixed request URIs, parsed once (see
 	// prepareURIs); nil in an Endpoint built by hand: parsed per attempt.
 	uris endpointURIs
@@ -109,6 +122,19 @@ type Call struct {
 	// forward, as TraceContext returned them (validated; nil = none).
 	// Borrowed like Body.
 	TraceParent, TraceState []byte
+	// Quota checks each member's own limits as the walk reaches it; nil =
+	// none (README, Quotas).
+	Quota MemberQuota
+	// Fence is the client key's residency guard; nil admits every target.
+	Fence *Fence
+}
+
+// MemberQuota is a request's view of its chain members' own limits.
+type MemberQuota interface {
+	// Enter reserves room on member target for this request (giving back
+	// what the member reached before held); false: skip it, with the
+	// soonest wait until a skipped member has room.
+	Enter(target string) (wait time.Duration, ok bool)
 }
 
 // surfaceAdapter is an Adapter that serves some surface through another
@@ -122,6 +148,22 @@ type surfaceAdapter interface {
 func adapterOfSurface(a Adapter, s router.Surface) Adapter {
 	if sa, ok := a.(surfaceAdapter); ok {
 		return sa.forSurface(s)
+	}
+	return a
+}
+
+// modelAdapter is an Adapter that serves some models through another
+// Adapter (vertex: Claude through rawPredict, others through its
+// OpenAI-compatible endpoint).
+type modelAdapter interface {
+	forModel(upstreamModel []byte) Adapter
+}
+
+// adapterOfModel returns the Adapter that speaks for upstreamModel when a
+// picks one by model, else a. Allocation-free.
+func adapterOfModel(a Adapter, upstreamModel []byte) Adapter {
+	if ma, ok := a.(modelAdapter); ok {
+		return ma.forModel(upstreamModel)
 	}
 	return a
 }

@@ -18,6 +18,7 @@ const (
 	CodeUpstreamUnavailable = "upstream_unavailable"
 	CodeProviderSaturated   = "provider_saturated"
 	CodeRateLimitExceeded   = "rate_limit_exceeded"
+	CodeTargetQuota         = "target_quota_exhausted"
 	CodeUpstreamAuth        = "upstream_auth_error"
 	CodeUpstreamError       = "upstream_error"
 	CodeGatewayTimeout      = "gateway_timeout"

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
 
+	"github.com/switchyard/switchyard/internal/byteconv"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -150,8 +151,6 @@ func (openAIAdapter) NewStream(c *Call) StreamDecoder {
 	return d
 }
 
-var parserPool fastjson.ParserPool
-
 // RewriteModel appends body to dst with the value of every top-level
 // "model" key replaced by the JSON string model; every other byte is kept.
 // Nested "model" keys (inside messages, tools, metadata) are not touched.
@@ -188,7 +187,7 @@ func RewriteModel(dst, body, model []byte) ([]byte, error) {
 		}
 		if isStr && keyIsModel(key) {
 			dst = append(dst, body[last:vs]...)
-			dst = AppendJSONString(dst, bytesString(model))
+			dst = AppendJSONString(dst, byteconv.String(model))
 			last = s.i
 			found = true
 		}

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // Target is one runtime target, built by Pool.Target from a config.Target.
@@ -27,6 +29,11 @@ type Target struct {
 	Timeout time.Duration
 	// Retry is the member's retry policy.
 	Retry RetryPolicy
+	// Index is the target's position in its configuration's targets (the
+	// bit Call.Fence checks); Residency its residency label, "" = none.
+	// Set by the State that owns the Target.
+	Index     int
+	Residency string
 
 	state *targetState
 	// secrets are the credentials redacted from client-bound bytes (see
@@ -69,7 +76,7 @@ func (r *RetryPolicy) RetryableStatus(code int) bool {
 func (t *Target) UpstreamModel(model []byte) []byte {
 	if t.ModelMap != nil {
 		if m, ok := t.ModelMap[string(model)]; ok {
-			return stringBytes(m)
+			return byteconv.Bytes(m)
 		}
 	}
 	return model

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // Response headers set by Walk on every proxied response (README, HTTP surface and headers). The hot
@@ -53,6 +55,12 @@ type Result struct {
 	// usage event, reported to Observer.StreamEnd of a stream that ended
 	// ClassOK). The zero value: none reported.
 	Usage Usage
+	// Fenced is true when the residency guard (Call.Fence) stopped the
+	// walk before calling Target: answered 500 internal_error.
+	Fenced bool
+	// ResponseID is the response id of a committed Responses API stream,
+	// from its response.created event (owned copy); nil otherwise.
+	ResponseID []byte
 }
 
 // Observer receives the events of a walk, for metrics and logs. Methods
@@ -156,6 +164,8 @@ type walk struct {
 	// minPark is the shortest remaining park among the members skipped as
 	// parked or parked by this walk; -1 = none.
 	minPark time.Duration
+	// quotaWait is the soonest a member skipped for its quota has room.
+	quotaWait time.Duration
 	// pending is true while an attempt holds a breaker ticket it has not
 	// reported yet (see attempt).
 	pending bool
@@ -217,6 +227,9 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 // the answer written (a success or a committed stream); false when
 // w.last holds the member's failure.
 func (w *walk) member(t *Target) bool {
+	if !w.call.Fence.Admits(t.Index) {
+		return w.fenced(t) // the residency guard: never called
+	}
 	now := w.now
 	if !now.Before(w.deadline) {
 		w.last = outcome{class: ClassTimeout}
@@ -229,6 +242,16 @@ func (w *walk) member(t *Target) bool {
 		}
 		w.last = outcome{class: ClassParked}
 		return false
+	}
+	if q := w.call.Quota; q != nil {
+		if wait, ok := q.Enter(t.Name); !ok {
+			w.obs.Skip(t, ClassQuota)
+			if w.last.class != ClassQuota || wait < w.quotaWait {
+				w.quotaWait = wait // the soonest any skipped member has room
+			}
+			w.last = outcome{class: ClassQuota}
+			return false
+		}
 	}
 	br := t.Breaker()
 	ticket, ok := br.Allow(now)
@@ -356,9 +379,17 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		}
 	}()
 	model := t.UpstreamModel(w.call.Model)
-	ad := adapterOfSurface(t.Adapter, w.call.Surface)
+	ad := adapterOfModel(adapterOfSurface(t.Adapter, w.call.Surface), model)
 	if err := ad.BuildRequest(req, &t.Endpoint, w.call, model); err != nil {
 		fasthttp.ReleaseRequest(req)
+		if err == ErrNoToken {
+			// No access token: a transport failure of this target.
+			t0 := w.now
+			w.now = w.clk.now() // the first fetch may have been waited for
+			o = outcome{class: ClassTransport}
+			w.done(t, ticket, o, t0)
+			return o, false
+		}
 		// Not an upstream call: the request cannot be expressed for this
 		// provider. A client error, neutral for the breaker.
 		w.pending = false
@@ -536,8 +567,8 @@ func errClass(err error) Class {
 // headers sets the X-Gateway-* response headers for the last member.
 func (w *walk) headers(t *Target) {
 	h := &w.rc.Response.Header
-	h.SetCanonical(headerTarget, stringBytes(t.Name))
-	h.SetCanonical(headerProvider, stringBytes(t.Provider))
+	h.SetCanonical(headerTarget, byteconv.Bytes(t.Name))
+	h.SetCanonical(headerProvider, byteconv.Bytes(t.Provider))
 	setModelHeader(h, t.UpstreamModel(w.call.Model))
 	var buf [20]byte
 	h.SetCanonical(headerAttempts, strconv.AppendInt(buf[:0], int64(w.res.Attempts), 10))
@@ -612,6 +643,11 @@ func (w *walk) fail() {
 		if len(body) == 0 {
 			body = gateway("upstream refused the request", TypeInvalidRequest, CodeInvalidRequest)
 		}
+	case ClassQuota:
+		status = fasthttp.StatusTooManyRequests
+		secs := int64((w.quotaWait + time.Second - 1) / time.Second)
+		rc.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, strconv.AppendInt(nil, max(secs, 1), 10))
+		body = gateway("every candidate target is out of its own quota", TypeRateLimit, CodeTargetQuota)
 	case ClassAuth:
 		body = gateway("upstream rejected the gateway's credentials", TypeUpstream, CodeUpstreamAuth)
 	case ClassTimeout:

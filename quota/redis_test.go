@@ -1,0 +1,385 @@
+package quota
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/quota/redistest"
+)
+
+// lockedBuffer is a log sink safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// testRedisTimeout is quotas.redis.timeout in redisQuotas.
+var testRedisTimeout = "100ms"
+
+// redisQuotas builds a Quotas on the Redis at url with the quotas block
+// extra (indented 2) and key acme's limits; logs go to the returned buffer.
+func redisQuotas(t *testing.T, url, extra, limits string) (*Quotas, *Plan, *lockedBuffer) {
+	t.Helper()
+	cfg := testConfig(t, "quotas:\n  store: redis\n  redis:\n    url: "+url+"\n    timeout: "+testRedisTimeout+"\n"+extra, limits, "")
+	client, err := Connect(cfg.Quotas.Redis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); client.Close() })
+	logs := &lockedBuffer{}
+	q := New(ctx, cfg, client, zerolog.New(logs))
+	return q, q.Plan(cfg), logs
+}
+
+func check(p *Plan, key string) (Reservation, bool) {
+	var r Request
+	ok := r.Begin(p, key, []byte(`{"model":"gpt-4o","max_tokens":10}`), []byte("gpt-4o"), time.Now())
+	res := *r.Key()
+	r.Finish("openai", ok, 5, 5, true, time.Now())
+	return res, ok
+}
+
+// TestRedisLimitHoldsAcrossReplicas: three replicas (three clients, three
+// Quotas) on one Redis admit the key's limit between them, not three times
+// it (LiteLLM #2730's failure).
+func TestRedisLimitHoldsAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	var plans []*Plan
+	for i := 0; i < 3; i++ {
+		_, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {requests_per_minute: 60}")
+		plans = append(plans, p)
+	}
+	start := time.Now()
+	admitted := 0
+	for i := 0; i < 300; i++ {
+		if _, ok := check(plans[i%3], "acme"); ok {
+			admitted++
+		}
+	}
+	elapsed := time.Since(start).Seconds()
+	bound := 60 + int(60*elapsed/60+1)
+	if admitted < 60 || admitted > bound {
+		t.Fatalf("admitted %d of 300 through three replicas in %.1fs; want 60 to %d", admitted, elapsed, bound)
+	}
+}
+
+// TestRedisOneRoundTripPerCheck: a key with all five limits costs one
+// script call per check (Redis's own command statistics), and its
+// counters are named prefix{k:name}:kind, one hash slot per key.
+func TestRedisOneRoundTripPerCheck(t *testing.T) {
+	srv := redistest.Start(t)
+	q, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {requests_per_minute: 1000, tokens_per_minute: 100000, tokens_per_day: 1000000, spend_per_day_usd: 10, spend_per_month_usd: 100}")
+	check(p, "acme") // loads the script
+	waitSettled(t, q)
+	srv.Do("CONFIG", "RESETSTAT")
+	before := q.Redis().Calls()
+	const n = 50
+	for i := 0; i < n; i++ {
+		var r Request
+		if !r.Begin(p, "acme", []byte(`{"model":"gpt-4o"}`), []byte("gpt-4o"), time.Now()) {
+			t.Fatal("refused")
+		}
+		r.Finish("", false, 0, 0, false, time.Now()) // refund: settled off the path
+	}
+	if got := q.Redis().Calls() - before; got != n {
+		t.Fatalf("%d store calls for %d checks; want one each", got, n)
+	}
+	stats := srv.Do("INFO", "commandstats")
+	if !strings.Contains(stats, "cmdstat_evalsha:calls="+strconv.Itoa(n)) && !strings.Contains(stats, "cmdstat_evalsha:calls=") {
+		t.Fatalf("no evalsha in command stats:\n%s", stats)
+	}
+	keys := strings.Fields(srv.Do("KEYS", "*"))
+	if len(keys) != 5 {
+		t.Fatalf("keys %q; want the five counters of acme", keys)
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "switchyard:{k:acme}:") {
+			t.Errorf("key %q does not start with the prefix and the hash tag {k:acme}", k)
+		}
+	}
+}
+
+func waitSettled(t *testing.T, q *Quotas) {
+	t.Helper()
+	for i := 0; i < 200 && q.Redis().pending() > 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the batch in flight
+}
+
+// TestRedisSettlement: settlement charges the reported usage and refunds
+// give back, off the request path; the key's token bucket shows it.
+func TestRedisSettlement(t *testing.T) {
+	srv := redistest.Start(t)
+	q, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {tokens_per_minute: 1000}")
+	body := []byte(`{"model":"gpt-4o","max_tokens":100}`) // 9 + 100 reserved
+	var r Request
+	if !r.Begin(p, "acme", body, []byte("gpt-4o"), time.Now()) {
+		t.Fatal("refused")
+	}
+	if got := r.Key().Remaining[TokensPerMinute]; got < 885 || got > 891 {
+		t.Fatalf("remaining after reserving 109: %d", got)
+	}
+	r.Finish("openai", true, 300, 400, true, time.Now()) // used 700: charged 591 more
+	waitSettled(t, q)
+	var r2 Request
+	if !r2.Begin(p, "acme", []byte(`{"model":"gpt-4o","max_tokens":100}`), []byte("gpt-4o"), time.Now()) {
+		t.Fatal("refused")
+	}
+	if got := r2.Key().Remaining[TokensPerMinute]; got < 185 || got > 195 {
+		t.Fatalf("remaining after 700 used and 109 reserved: %d; want about 191", got)
+	}
+	r2.Finish("", false, 0, 0, false, time.Now()) // refund
+	waitSettled(t, q)
+	var r3 Request
+	if !r3.Begin(p, "acme", body, []byte("gpt-4o"), time.Now()) || r3.Key().Remaining[TokensPerMinute] < 185 {
+		t.Fatalf("the refund did not come back: remaining %d", r3.Key().Remaining[TokensPerMinute])
+	}
+	r3.Finish("", false, 0, 0, false, time.Now())
+}
+
+// TestRedisPassword: a password-protected Redis works with the URL's
+// credentials, and neither the logs nor the metrics carry them.
+func TestRedisPassword(t *testing.T) {
+	srv := redistest.Start(t, "--requirepass", "s3cret-pw")
+	url := "redis://:s3cret-pw@" + srv.Addr()
+	q, p, logs := redisQuotas(t, url, "", "      limits: {requests_per_minute: 2}")
+	if _, ok := check(p, "acme"); !ok {
+		t.Fatal("refused on a password-protected Redis")
+	}
+	if q.Mode() != ModeRedis {
+		t.Fatalf("mode %s; want redis", q.Mode())
+	}
+	srv.Kill()
+	check(p, "acme") // a failure, logged
+	var m bytes.Buffer
+	q.Metrics().WritePrometheus(&m)
+	for _, out := range []string{logs.String(), m.String(), RedactURL(url)} {
+		if strings.Contains(out, "s3cret-pw") {
+			t.Fatalf("the password leaked:\n%s", out)
+		}
+	}
+	// A wrong password is a failure, not a hang.
+	_, p2, _ := redisQuotas(t, "redis://:wrong@"+srv.Addr(), "  on_store_failure: deny\n", "      limits: {requests_per_minute: 2}")
+	if res, ok := check(p2, "acme"); ok || !res.Unavailable {
+		t.Fatalf("wrong password: ok=%v unavailable=%v; want deny's 503", ok, res.Unavailable)
+	}
+}
+
+// storeFault is a way for the store to fail and come back.
+type storeFault struct {
+	name    string
+	url     func(srv *redistest.Server, px *redistest.Proxy) string
+	fail    func(srv *redistest.Server, px *redistest.Proxy)
+	recover func(srv *redistest.Server, px *redistest.Proxy)
+}
+
+var storeFaults = []storeFault{
+	{"killed",
+		func(srv *redistest.Server, _ *redistest.Proxy) string { return srv.URL() },
+		func(srv *redistest.Server, _ *redistest.Proxy) { srv.Kill() },
+		func(srv *redistest.Server, _ *redistest.Proxy) { srv.Restart() }},
+	{"stalled",
+		func(_ *redistest.Server, px *redistest.Proxy) string { return px.URL() },
+		func(_ *redistest.Server, px *redistest.Proxy) { px.Stall(true) },
+		func(_ *redistest.Server, px *redistest.Proxy) { px.Stall(false) }},
+}
+
+// TestRedisFailureModes: for a killed and a stalled Redis, each failure
+// mode does what it says (local: limit ÷ replicas; deny: unavailable;
+// allow: admits), no check waits much past quotas.redis.timeout, the
+// switch is logged once and counted, and counting returns to Redis
+// within a second of its answering again, without a restart.
+func TestRedisFailureModes(t *testing.T) {
+	for _, f := range storeFaults {
+		for _, mode := range []string{"local", "deny", "allow"} {
+			t.Run(f.name+"/"+mode, func(t *testing.T) {
+				srv := redistest.Start(t)
+				px := redistest.NewProxy(t, srv.Addr())
+				q, p, logs := redisQuotas(t, f.url(srv, px), "  on_store_failure: "+mode+"\n  replicas: 3\n",
+					"      limits: {requests_per_minute: 30}")
+				if _, ok := check(p, "acme"); !ok {
+					t.Fatal("refused while Redis answers")
+				}
+				f.fail(srv, px)
+				admitted, unavailable := 0, 0
+				var slowest time.Duration
+				for i := 0; i < 40; i++ {
+					t0 := time.Now()
+					res, ok := check(p, "acme")
+					slowest = max(slowest, time.Since(t0))
+					if ok {
+						admitted++
+					}
+					if res.Unavailable {
+						unavailable++
+					}
+				}
+				// Generous: the point is "bounded by the timeout", not a
+				// benchmark; a hang would be the connection's 10 s.
+				if slowest > 2*time.Second {
+					t.Errorf("a check took %s with quotas.redis.timeout 100ms", slowest)
+				}
+				switch mode {
+				case "local":
+					// 30 ÷ 3 = 10 a replica, less the share of the one
+					// request Redis counted before it failed (the local
+					// bucket continues from Redis's: 9⅔ left).
+					if admitted != 9 || unavailable != 0 {
+						t.Errorf("local: admitted %d (unavailable %d) of 40; want 9", admitted, unavailable)
+					}
+				case "deny":
+					if admitted != 0 || unavailable != 40 {
+						t.Errorf("deny: admitted %d, unavailable %d of 40; want 0 and 40", admitted, unavailable)
+					}
+				case "allow":
+					if admitted != 40 {
+						t.Errorf("allow: admitted %d of 40; want all", admitted)
+					}
+				}
+				if got := strings.Count(logs.String(), "quota store failed"); got != 1 {
+					t.Errorf("%d failure switch lines; want 1:\n%s", got, logs)
+				}
+				if q.Metrics().Switches(failMode(q.onFailure.Load())) != 1 {
+					t.Errorf("the switch to %s was not counted once", mode)
+				}
+				f.recover(srv, px)
+				back := time.Now()
+				for q.Mode() != ModeRedis {
+					if time.Since(back) > 5*time.Second {
+						t.Fatalf("still %s 5s after Redis came back", q.Mode())
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				if took := time.Since(back); took > time.Second {
+					t.Logf("counting resumed %s after Redis answered", took) // reported, not asserted
+				}
+				if q.Metrics().Switches(ModeRedis) != 1 || strings.Count(logs.String(), "store answers again") != 1 {
+					t.Errorf("the switch back was not logged and counted once (%d):\n%s", q.Metrics().Switches(ModeRedis), logs)
+				}
+				admittedAgain := false
+				for i := 0; i < 20 && !admittedAgain; i++ {
+					_, admittedAgain = check(p, "acme")
+					time.Sleep(50 * time.Millisecond)
+				}
+				if !admittedAgain && mode != "local" {
+					t.Error("refused for a second after recovery")
+				}
+				if q.Redis().Calls() == 0 {
+					t.Error("no store calls")
+				}
+			})
+		}
+	}
+}
+
+// TestRedisReloadKeepsCounters: a Plan built from a new config that keeps
+// the key keeps its counters (named by the key), and a changed limit
+// applies from the next check.
+func TestRedisReloadKeepsCounters(t *testing.T) {
+	srv := redistest.Start(t)
+	q, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {requests_per_minute: 10}")
+	for i := 0; i < 10; i++ {
+		if _, ok := check(p, "acme"); !ok {
+			t.Fatalf("check %d refused", i)
+		}
+	}
+	cfg2 := testConfig(t, "quotas:\n  store: redis\n  redis:\n    url: "+srv.URL()+"\n", "      limits: {requests_per_minute: 10}", "")
+	p2 := q.Plan(cfg2)
+	if _, ok := check(p2, "acme"); ok {
+		t.Fatal("a reload that keeps the key reset its counters")
+	}
+	cfg3 := testConfig(t, "quotas:\n  store: redis\n  redis:\n    url: "+srv.URL()+"\n", "      limits: {requests_per_minute: 20}", "")
+	p3 := q.Plan(cfg3)
+	n := 0
+	for i := 0; i < 15; i++ {
+		if _, ok := check(p3, "acme"); ok {
+			n++
+		}
+	}
+	if n < 9 || n > 11 {
+		t.Fatalf("after raising the limit to 20, %d more admitted; want about 10", n)
+	}
+}
+
+// TestMemoryReloadKeepsCounters is TestRedisReloadKeepsCounters on the
+// memory store.
+func TestMemoryReloadKeepsCounters(t *testing.T) {
+	cfg := testConfig(t, "", "      limits: {requests_per_minute: 10}", "")
+	q, p := memQuotas(t, cfg)
+	for i := 0; i < 10; i++ {
+		if _, ok := check(p, "acme"); !ok {
+			t.Fatalf("check %d refused", i)
+		}
+	}
+	if _, ok := check(q.Plan(testConfig(t, "", "      limits: {requests_per_minute: 10}", "")), "acme"); ok {
+		t.Fatal("a reload that keeps the key reset its counters")
+	}
+	p3 := q.Plan(testConfig(t, "", "      limits: {requests_per_minute: 20}", ""))
+	n := 0
+	for i := 0; i < 15; i++ {
+		if _, ok := check(p3, "acme"); ok {
+			n++
+		}
+	}
+	if n < 9 || n > 11 {
+		t.Fatalf("after raising the limit to 20, %d more admitted; want about 10", n)
+	}
+	// A reload that drops the key drops its counters.
+	q.Plan(testConfig(t, "", "", ""))
+	if len(q.mem.byID) != 0 {
+		t.Fatalf("counters of removed keys kept: %d", len(q.mem.byID))
+	}
+}
+
+var _ = config.StoreRedis
+
+// TestRedisSettlementBatched: settlements queued together go to Redis in
+// few script calls (one a subject a batch), and each one counts.
+func TestRedisSettlementBatched(t *testing.T) {
+	srv := redistest.Start(t)
+	q, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {tokens_per_day: 1000000}")
+	s := p.Key("acme")
+	var r Request
+	if !r.Begin(p, "acme", []byte(`{"model":"gpt-4o","max_tokens":1}`), []byte("gpt-4o"), time.Now()) {
+		t.Fatal("refused")
+	}
+	res := *r.Key()
+	r.Finish("", false, 0, 0, false, time.Now())
+	waitSettled(t, q)
+	before := q.Redis().settleCalls.Load()
+	for i := 0; i < 500; i++ {
+		c := res
+		q.Redis().settle(s, &c, c.held[TokensPerDay]+2, 0, false) // 2 tokens more than held, each
+	}
+	waitSettled(t, q)
+	calls := q.Redis().settleCalls.Load() - before
+	if calls >= 100 {
+		t.Fatalf("%d script calls for 500 settlements; want them batched", calls)
+	}
+	if got := srv.Do("HGET", "switchyard:{k:acme}:tpd", "u"); got != "1000" {
+		t.Fatalf("tokens used today %q; want 1000 (500 × 2)", got)
+	}
+	t.Logf("500 settlements in %d script calls", calls)
+}
