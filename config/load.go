@@ -102,14 +102,8 @@ func ReadFile(path string) ([]byte, error) {
 // problem found, sorted by line. It never panics on any input. Parse is safe
 // for concurrent use when lookupEnv is.
 //
-// Parsing builds a YAML syntax tree about a hundred times the size of the
-// file (a 680 KB file of 10,000 rules peaks near 80 MiB of heap), all of it
-// garbage once Parse returns. The Go runtime hands freed heap back to the
-// operating system only gradually, so a gateway that loaded a large file
-// would keep that peak as resident memory for minutes. For a file of at
-// least ReleaseMemoryBytes, Parse therefore ends with debug.FreeOSMemory (a
-// forced garbage collection that returns the freed pages at once): a few
-// milliseconds, at start and on reload only.
+// A file of at least ReleaseMemoryBytes ends with debug.FreeOSMemory, so
+// the parse's transient heap is not kept as resident memory (docs/design.md).
 func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
 	cfg, err := parse(file, data, lookupEnv)
 	if len(data) >= ReleaseMemoryBytes {

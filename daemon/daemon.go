@@ -253,26 +253,11 @@ func (d *Daemon) ShutdownTimeout() time.Duration {
 }
 
 // Reload reads the configuration file again and, when its bytes changed and
-// it is valid, swaps the new configuration in with one atomic store:
-// requests in flight finish on the old one, new requests route on the new
-// one, and targets whose provider, base URL and credentials are unchanged
-// keep their circuit breaker, 429 park and concurrency state (they are the
-// same Pool entries). On any failure every problem is logged, one line
-// each, and the previous configuration keeps serving. It returns one of
-// the Reload* results, which is also recorded in metrics with the hash of
-// the configuration served afterwards.
-//
-// The same reload runs on SIGHUP and, with server.config_watch, when the
-// file's content changed (see checkConfig).
-//
-// Settings that need a restart: server.listen (the socket is bound once),
-// server.reduce_memory_usage (the fasthttp.Server is built once), and the
-// log block (level, format, access_log: the loggers are built at
-// start). A reload that changes one logs a warning and leaves it as it was;
-// every other setting, server.max_request_bytes, request_timeout and
-// shutdown_timeout included, takes effect at once.
-//
-// Safe for concurrent use; calls are serialized.
+// it is valid, swaps it in with one atomic store (targets with the same
+// identity keep their state); otherwise it logs every problem and keeps the
+// previous configuration. It returns one of the Reload* results, also
+// recorded in metrics. Settings that need a restart are warned about and
+// left as they were (docs/design.md). Safe for concurrent use; serialized.
 func (d *Daemon) Reload() string {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()

@@ -14,18 +14,7 @@
 // always armed.
 package deadline
 
-import (
-	"time"
-	_ "unsafe" // go:linkname
-)
-
-// Mono is the runtime's monotonic clock in nanoseconds: one vDSO read,
-// where time.Now makes two (wall and monotonic). Only intervals are ever
-// taken from it. The runtime keeps this link for outside packages
-// (go.dev/issue/67401).
-//
-//go:linkname Mono runtime.nanotime
-func Mono() int64
+import "time"
 
 // Lazy is what is armed on one direction (read or write) of one
 // connection. Its zero value means nothing is armed. Not safe for

@@ -6,36 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
-
-// TestBedrockDotModelIdsAreEscaped: a Bedrock model id "." or ".." must not
-// become a path dot-segment (/model/../converse would resolve to
-// /converse on any normalizing hop): it goes out as %2E.
-func TestBedrockDotModelIdsAreEscaped(t *testing.T) {
-	var mu sync.Mutex
-	var uris []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		uris = append(uris, r.RequestURI)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"output":{"message":{"role":"assistant","content":[{"text":"ok"}]}},"stopReason":"end_turn","usage":{"inputTokens":1,"outputTokens":1,"totalTokens":2}}`))
-	}))
-	t.Cleanup(srv.Close)
-	g := startRawGateway(t, "bedrock", srv.URL, "bedrock-api-key-0123", "5s", "    region: us-east-1\n")
-	for _, m := range []string{".", ".."} {
-		if resp, body := g.rawPost(t, "/v1/chat/completions", chatBody(m, false)); resp.StatusCode != 200 {
-			t.Fatalf("model %q: %d %s", m, resp.StatusCode, body)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if want := []string{"/model/%2E/converse", "/model/%2E%2E/converse"}; strings.Join(uris, " ") != strings.Join(want, " ") {
-		t.Fatalf("upstream saw %q, want %q", uris, want)
-	}
-}
 
 // TestCompressedAnswerIsNeverRelayedEncoded: an upstream that gzips its
 // answer despite Accept-Encoding: identity has a buffered answer decoded,

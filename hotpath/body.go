@@ -171,7 +171,7 @@ func writeBodyError(rc *fasthttp.RequestCtx, err error, limit int) {
 	case errors.As(err, &ne) && ne.Timeout():
 		writeReadTimeout(rc)
 	default:
-		writeError(rc, fasthttp.StatusBadRequest, "cannot read the request body: "+err.Error(),
+		writeError(rc, fasthttp.StatusBadRequest, "cannot read the request body: "+ClassifyReadError(err).Message(),
 			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 	}
 	// The rest of the body stays unread: the connection cannot serve

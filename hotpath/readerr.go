@@ -1,13 +1,5 @@
 package hotpath
 
-import (
-	"errors"
-	"net"
-	"strings"
-
-	"github.com/valyala/fasthttp"
-)
-
 // ReadErrorClass names the class of an error fasthttp met while reading a
 // request (its request line, a header field, the body framing...). The
 // error's own text is never shown to a client or written to a log: fasthttp
@@ -45,46 +37,3 @@ func (c ReadErrorClass) String() string { return readErrorText[c].name }
 
 // Message is the fixed text a client is answered for the class.
 func (c ReadErrorClass) Message() string { return readErrorText[c].msg }
-
-// ClassifyReadError returns the class of err, an error fasthttp's server
-// met while reading a request (the ErrorHandler's, or the one it logs as
-// "error when serving connection"). See fasthttp_reliance.go for what it
-// relies on in fasthttp's errors.
-func ClassifyReadError(err error) ReadErrorClass {
-	var small *fasthttp.ErrSmallBuffer
-	var netErr net.Error
-	switch {
-	case err == nil:
-		return ReadErrorOther
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		return ReadErrorBodySize
-	case errors.As(err, &small), errors.Is(err, fasthttp.ErrSmallReadBuffer):
-		return ReadErrorHeaderSize
-	case errors.As(err, &netErr) && netErr.Timeout():
-		return ReadErrorTimeout
-	case errors.Is(err, fasthttp.ErrMissingRequestMethod), errors.Is(err, fasthttp.ErrUnsupportedRequestMethod),
-		errors.Is(err, fasthttp.ErrExtraWhitespaceInRequestLine), errors.Is(err, fasthttp.ErrEmptyRequestURI):
-		return ReadErrorRequestLine
-	case errors.Is(err, fasthttp.ErrDuplicateContentLength), errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding),
-		errors.Is(err, fasthttp.ErrNonNumericChars):
-		return ReadErrorFraming
-	}
-	// fasthttp builds the rest with fmt.Errorf and no sentinel: classified
-	// by their fixed parts, never repeated.
-	s := err.Error()
-	switch {
-	case strings.Contains(s, "invalid header key"), strings.Contains(s, "invalid header value"),
-		strings.Contains(s, "malformed mime header line"):
-		return ReadErrorHeaderField
-	case strings.Contains(s, "too many host headers"):
-		return ReadErrorHost
-	case strings.Contains(s, "transfer-encoding"), strings.Contains(s, "content-length"):
-		return ReadErrorFraming
-	case strings.Contains(s, "request uri"), strings.Contains(s, "http version"),
-		strings.Contains(s, "first line of request"), strings.Contains(s, "request method"):
-		return ReadErrorRequestLine
-	case errors.As(err, &netErr), strings.Contains(s, "reset by peer"), strings.Contains(s, "broken pipe"):
-		return ReadErrorConnection
-	}
-	return ReadErrorOther
-}

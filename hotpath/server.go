@@ -1,7 +1,6 @@
 package hotpath
 
 import (
-	"bytes"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -176,29 +175,6 @@ func (g *Gateway) headerReceived(hdr *fasthttp.RequestHeader) fasthttp.RequestCo
 		refuseBodyEarly(hdr, st)
 	}
 	return fasthttp.RequestConfig{MaxRequestBodySize: st.maxRequestBytes}
-}
-
-// refuseBodyEarly makes fasthttp skip the body of an API request whose
-// client key checkKey refuses: it declares the body empty and the
-// connection to be closed after the answer (the body's bytes, unread, end
-// nowhere known). The handler then refuses the request from its head as
-// always, without waiting for a byte of body, in either body mode
-// (server.reduce_memory_usage too). A request sent with "Expect:
-// 100-continue" is refused by expectContinue before that.
-func refuseBodyEarly(hdr *fasthttp.RequestHeader, st *State) {
-	uri := hdr.RequestURI()
-	if i := bytes.IndexByte(uri, '?'); i >= 0 {
-		uri = uri[:i]
-	}
-	if _, ok := routeOf(uri).surface(); !ok {
-		return
-	}
-	var h head
-	h.scan(hdr)
-	if _, v := checkKey(st, &h); v != keyOK {
-		hdr.SetContentLength(0)
-		hdr.SetConnectionClose()
-	}
 }
 
 // errorHandler renders an error fasthttp met while reading a request; the

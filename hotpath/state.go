@@ -134,22 +134,13 @@ type Gateway struct {
 	// Metrics serves GET /metrics; nil answers 404. Set before serving;
 	// not changed after.
 	Metrics func(rc *fasthttp.RequestCtx)
-	// Finished, when set, receives one record per answered request once
-	// its answer is complete: for the access log and the request counters
-	// (README, Metrics and logs). Every answer gets exactly one record except a GET or HEAD
-	// of the gateway's own endpoints (/v1/models, /healthz, /readyz,
-	// /metrics: probes and scrapes, neither logged nor counted) and a
-	// panic's 500 (see Panicked). It is called from the handler, from the
-	// server's ErrorHandler (a request fasthttp refused while reading it:
-	// body too large, headers too large, read timeout, malformed), or, for
-	// a committed stream, from the stream writer goroutine when the stream
-	// ends. e and the slices in it are valid only during the call. A
-	// request refused before routing (unknown path, wrong method, refused
-	// by fasthttp, bad body or metadata header, no configuration) has Rule
-	// telemetry.RuleNotRouted and Class ClassClient, and Surface
-	// telemetry.SurfaceNone when its path is not an API path (or could not
-	// be read); one routed to the no-match fallback has Rule -1. nil =
-	// none (and no tracking cost). Set before serving.
+	// Finished, when set, receives one record per answered request once its
+	// answer is complete (access log, request counters), except a GET or
+	// HEAD of the gateway's own endpoints and a panic's 500. It may be
+	// called from the handler, the ErrorHandler or a stream's writer; e is
+	// valid only during the call. A request refused before routing has Rule
+	// telemetry.RuleNotRouted. nil = none. Set before serving. See
+	// docs/design.md.
 	Finished func(e *telemetry.Entry)
 	// Panicked, when set, hears of every panic recovered while serving (a
 	// bug): v is the panic value, stack the goroutine's stack. A panic in

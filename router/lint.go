@@ -18,27 +18,9 @@ type Finding struct {
 }
 
 // Lint returns the warnings for a rule set, in rule order, then target
-// order; nil when there are none:
-//
-//   - a rule that can never win because an earlier rule matches every
-//     request it would (a duplicate; a model or model_prefix under an
-//     earlier model_prefix that is a prefix of it);
-//   - a target, other than targets[0], that no chain names, or that only
-//     rules of the first kind (never matching) name;
-//   - a chain member that serves none of the models its rule routes, and a
-//     rule whose chain serves none of them (every request gets 404);
-//   - a model listed by no reachable target: an exact id in a target's
-//     models list (patterns are not checked) such that no request carrying
-//     that model, whatever its user, stream, tools, metadata and surface,
-//     makes the target a candidate. The target is reachable for the model
-//     only through a rule the request can win that names the target, or
-//     through the fallback when it is targets[0], on a surface its provider
-//     serves. Failover counts: a chain's later member is reachable. Targets
-//     already reported unreachable are not reported again per model.
-//
-// Input that Compile refuses yields one finding with Rule and Target -1
-// carrying Compile's error; configuration validation is expected to have
-// reported it already.
+// order; nil when there are none. What it finds is listed in
+// docs/design.md ("Lint"). Input that Compile refuses yields one finding
+// with Rule and Target -1 carrying Compile's error.
 func Lint(rules []RuleSpec, targets []TargetSpec) []Finding {
 	s, err := Compile(rules, targets, 0)
 	if err != nil {

@@ -9,24 +9,11 @@ import (
 	"github.com/switchyard/switchyard/deadline"
 )
 
-// trackedConn wraps every upstream connection, for three jobs:
-//
-//   - The walk finds it again from a streamed Response: fasthttp records
-//     conn.LocalAddr() in the Response (Response.LocalAddr), and trackedConn
-//     answers with an address that points back to itself. tls.Conn forwards
-//     LocalAddr and the deadline setters to the wrapped conn, so this works
-//     for https too. fasthttp sets one absolute read deadline (the attempt
-//     deadline) per response; after a stream's commit the walk replaces it
-//     with an idle deadline per event (setStreamDeadline).
-//   - A pooled connection is checked before it carries another request
-//     (see Write): one the peer closed, one with unsolicited bytes waiting,
-//     or one idle past maxIdleConnDuration is refused with errStaleConn
-//     before a byte is written, and connTransport takes a fresh one.
-//   - A client that goes away can have its call's connection closed
-//     (callGuard binds it).
-//
-// A trackedConn is used by one request at a time (fasthttp's pool hands it
-// out exclusively); only Close may come from another goroutine.
+// trackedConn wraps every upstream connection so that the walk can find it
+// again from a streamed Response (see fasthttp_reliance.go), a pooled one is
+// checked before it carries another request (see Write: errStaleConn before
+// a byte is written), and a departed client's call can be cut (callGuard).
+// Used by one request at a time; only Close may come from another goroutine.
 type trackedConn struct {
 	net.Conn
 	addr trackedAddr
@@ -55,11 +42,6 @@ type trackedConn struct {
 	rd, wd deadline.Lazy
 }
 
-type trackedAddr struct {
-	net.Addr
-	conn *trackedConn
-}
-
 func newTrackedConn(c net.Conn, stats *connStats) *trackedConn {
 	tc := &trackedConn{Conn: c, stats: stats}
 	tc.addr = trackedAddr{Addr: c.LocalAddr(), conn: tc}
@@ -78,22 +60,6 @@ func (c *trackedConn) SetWriteDeadline(t time.Time) error {
 // SetDeadline sets both.
 func (c *trackedConn) SetDeadline(t time.Time) error {
 	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
-}
-
-// LocalAddr returns an address that leads back to the connection.
-func (c *trackedConn) LocalAddr() net.Addr { return &c.addr }
-
-// RemoteAddr returns the peer's address. fasthttp calls it once at the start
-// of every request it sends on the connection (Response.ParseNetConn, right
-// after taking the connection from its pool), and nowhere else: from the
-// second call on, the connection is a reused one, and the next Write (the
-// request's first bytes) checks it first.
-func (c *trackedConn) RemoteAddr() net.Addr {
-	c.starts++
-	if c.starts > 1 {
-		c.check = true
-	}
-	return c.Conn.RemoteAddr()
 }
 
 // errStaleConn is returned by the first Write of a reused connection that
@@ -165,29 +131,6 @@ func closeNotify(b []byte) bool {
 		return n == 19 && len(b) == 5+n
 	}
 	return false
-}
-
-// setStreamDeadline sets the read deadline of the connection behind a
-// Response's local address; it reports false when the address is not one of
-// ours (a custom dialer bypassing the Pool).
-func setStreamDeadline(laddr net.Addr, deadline time.Time) bool {
-	a, ok := laddr.(*trackedAddr)
-	if !ok {
-		return false
-	}
-	return a.conn.SetReadDeadline(deadline) == nil
-}
-
-// trackedOf returns the trackedConn behind a connection fasthttp handed out
-// (the trackedConn itself, or a tls.Conn around it), or nil.
-func trackedOf(c net.Conn) *trackedConn {
-	if c == nil {
-		return nil
-	}
-	if a, ok := c.LocalAddr().(*trackedAddr); ok {
-		return a.conn
-	}
-	return nil
 }
 
 // discardReason says why a pooled connection was dropped before reuse

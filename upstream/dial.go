@@ -8,26 +8,10 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Connecting to an upstream without growing the caller's stack.
-//
-// fasthttp dials on the goroutine of the request that needs a connection:
-// the client connection's goroutine, which then relays a committed stream
-// for the stream's whole life. net.Dialer's resolve-and-connect chain is
-// the deepest a request meets (~4 KiB under the walk's frames), so it took
-// that goroutine's stack over 8 KiB and the runtime doubled it to 16 KiB.
-// The runtime halves a stack only at a garbage collection and only when
-// under a quarter of it is in use, which a stream parked in its upstream
-// read is not, and a stream allocates nothing per event, so collections are
-// rare: every stream that opened a connection kept 16 KiB of stack (bench/
-// HISTORY.md: 1,000 streams, 47-49 KiB of RSS per stream, 37-39 with the
-// connect below). So an IP address is connected with a non-blocking
-// connect awaited through the runtime poller (dialShallow, on Linux), a
-// few hundred bytes deep; a host name is resolved and connected on a
-// goroutine of its own (dialAside), and so is a TLS connection, handshake
-// included (connectTLS). A goroutine aside costs a start and a channel per
-// new connection, and its stack stays with the dead goroutine until the
-// next collection, so ~1,000 dials at once still hold ~8 MiB for a while;
-// a grown connection goroutine would hold it for the stream's life.
+// Connecting to an upstream without growing the caller's stack: an IP
+// address is connected through the runtime poller (dialShallow), a host name
+// or a TLS handshake on a goroutine of its own (dialAside, connectTLS), so a
+// stream's connection goroutine keeps an 8 KiB stack. See docs/design.md.
 
 // dialTCP connects to addr for a HostClient, within timeout.
 func dialTCP(addr string, timeout time.Duration) (net.Conn, error) {

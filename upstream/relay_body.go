@@ -126,6 +126,11 @@ func (s *relayBody) next() (out []byte) {
 		br := s.takeReader()
 		s.frame, s.err = s.dec.Next(s.takeFrame(), br)
 		s.dropReader()
+		// The read may have taken up to its own deadline (an upstream
+		// sending only comments), past the write deadline armed above:
+		// re-arm it, so the event or the error frame, and the body's end,
+		// still reach the client.
+		s.armWrite()
 	}
 	// Every byte written passes t.redact (the target's own credential
 	// never reaches the client, even when an upstream echoes it).

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"io"
-	"net"
 
 	"github.com/valyala/fasthttp"
 )
@@ -26,17 +25,6 @@ type streamConn struct {
 	closeConn bool
 	// eof: the body was read to its end; failed: a read of it failed.
 	eof, failed bool
-}
-
-// heldConn is fasthttp's connection handle, the *clientConn that
-// HostClient.AcquireConn returns: its type is unexported, so a held one is
-// kept in an interface value (a pointer: no allocation).
-type heldConn interface{ Conn() net.Conn }
-
-// giveBack hands cc to op, HostClient.ReleaseConn or CloseConn, as the
-// unexported type op takes, which the compiler infers from op.
-func giveBack[C heldConn](op func(*fasthttp.HostClient, C), hc *fasthttp.HostClient, cc heldConn) {
-	op(hc, cc.(C))
 }
 
 // Read reads the body and notes its end.

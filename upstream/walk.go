@@ -100,40 +100,14 @@ func (NopObserver) Failover(*Target, Class) {}
 // StreamEnd implements Observer.
 func (NopObserver) StreamEnd(Result, time.Duration) {}
 
-// Walk sends call to the members of chain in order and writes the final
-// answer — success, the upstream's own 4xx, or the README, Errors error — into
-// rc's response, with the X-Gateway-Target/-Provider/-Model/-Attempts
-// headers. chain must already hold only the candidates that serve the model
-// and surface (the rule's members, in order): Walk never calls anything
-// else. deadline is the request deadline (server.request_timeout from the
-// start of the request); obs may be nil.
-//
-// Per member: skip it when parked or when its breaker refuses; take a
-// limiter slot (a full queue skips it; the wait counts against deadline);
-// try up to Retry.Attempts times with full-jitter doubling backoff (an
-// upstream Retry-After wins, capped at 30 s; never sleeping past deadline),
-// retrying transport errors, attempt timeouts and retryable statuses only;
-// each attempt is bounded by min(now+Timeout, deadline). A 429 parks the
-// member and moves on; other failover-safe classes move on; client errors
-// and auth errors end the walk at once. A request timeout ends the walk.
-//
-// The client's X-Request-Id (or the one the hot path already put on the
-// response) and valid W3C traceparent/tracestate are forwarded; no other
-// client header is, so the client's Authorization and X-Gateway-Metadata
-// never reach an upstream. Every
-// attempt asks for Accept-Encoding: identity (bodies are relayed as is).
-//
-// For call.Stream, the first event is read before anything is written to
-// the client; once it arrives the stream is committed and relayed event by
-// event with a flush each (rc.SetBodyStreamWriter), holding the limiter
-// slot and the breaker ticket until it ends. A committed stream ends when
-// the upstream is silent, or the client accepts no bytes, for the target's
-// Timeout; it leaves a write deadline of that length on the client
-// connection for fasthttp's last writes, so the server must arm its own
-// before every response (fasthttp's Server.WriteTimeout > 0). A panic in the walk releases the member's slot and ticket and
-// propagates; one in the stream writer is recovered there (see
-// PanicObserver). call.Body and call.Model must
-// stay valid until Walk returns; Walk keeps nothing of them afterwards.
+// Walk sends call to the members of chain in order (retrying, parking and
+// failing over as README, Routing 5 says) and writes the final answer into
+// rc's response with the X-Gateway-* headers. chain holds only the
+// candidates for the model and surface: Walk never calls anything else.
+// deadline is the request deadline; obs may be nil. A committed stream is
+// relayed after Walk returns and leaves a write deadline on the client
+// connection, so the server must set WriteTimeout. call.Body and
+// call.Model must stay valid until Walk returns. See docs/design.md.
 func Walk(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline time.Time, obs Observer) Result {
 	return walkWith(rc, call, chain, deadline, obs, realClock)
 }

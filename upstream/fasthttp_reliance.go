@@ -1,5 +1,23 @@
 package upstream
 
+// What the upstream side relies on inside fasthttp, kept in this one file
+// and each pinned by a test in fasthttp_reliance_test.go, so that a fasthttp
+// upgrade that changes it fails a test instead of silently switching off a
+// safety check:
+//
+//   - A Response records its connection's LocalAddr (Response.LocalAddr):
+//     trackedConn answers with a trackedAddr that leads back to itself, so a
+//     streamed answer's connection is found again (trackedOf,
+//     setStreamDeadline). tls.Conn forwards LocalAddr, so https works too.
+//   - fasthttp calls RemoteAddr once per request sent on a connection
+//     (Response.ParseNetConn, right after taking it from the pool): the
+//     second call marks a reused connection, checked before its next write.
+//   - HostClient.ReleaseConn and CloseConn take fasthttp's unexported
+//     *clientConn: giveBack reaches it through type inference.
+//   - connTransport re-implements HostClient's round trip (AcquireConn,
+//     AcquireWriter, req.Write, readAnswer) to bind a call's connection to
+//     its client watch and to skip a stale pooled connection.
+
 import (
 	"crypto/tls"
 	"errors"
@@ -169,4 +187,59 @@ func tlsLeftover(conn net.Conn, tc *trackedConn) discardReason {
 		return discardNone
 	}
 	return discardClosed // close_notify, EOF or a broken record
+}
+
+type trackedAddr struct {
+	net.Addr
+	conn *trackedConn
+}
+
+// LocalAddr returns an address that leads back to the connection.
+func (c *trackedConn) LocalAddr() net.Addr { return &c.addr }
+
+// RemoteAddr returns the peer's address. fasthttp calls it once at the start
+// of every request it sends on the connection (Response.ParseNetConn, right
+// after taking the connection from its pool), and nowhere else: from the
+// second call on, the connection is a reused one, and the next Write (the
+// request's first bytes) checks it first.
+func (c *trackedConn) RemoteAddr() net.Addr {
+	c.starts++
+	if c.starts > 1 {
+		c.check = true
+	}
+	return c.Conn.RemoteAddr()
+}
+
+// setStreamDeadline sets the read deadline of the connection behind a
+// Response's local address; it reports false when the address is not one of
+// ours (a custom dialer bypassing the Pool).
+func setStreamDeadline(laddr net.Addr, deadline time.Time) bool {
+	a, ok := laddr.(*trackedAddr)
+	if !ok {
+		return false
+	}
+	return a.conn.SetReadDeadline(deadline) == nil
+}
+
+// trackedOf returns the trackedConn behind a connection fasthttp handed out
+// (the trackedConn itself, or a tls.Conn around it), or nil.
+func trackedOf(c net.Conn) *trackedConn {
+	if c == nil {
+		return nil
+	}
+	if a, ok := c.LocalAddr().(*trackedAddr); ok {
+		return a.conn
+	}
+	return nil
+}
+
+// heldConn is fasthttp's connection handle, the *clientConn that
+// HostClient.AcquireConn returns: its type is unexported, so a held one is
+// kept in an interface value (a pointer: no allocation).
+type heldConn interface{ Conn() net.Conn }
+
+// giveBack hands cc to op, HostClient.ReleaseConn or CloseConn, as the
+// unexported type op takes, which the compiler infers from op.
+func giveBack[C heldConn](op func(*fasthttp.HostClient, C), hc *fasthttp.HostClient, cc heldConn) {
+	op(hc, cc.(C))
 }
