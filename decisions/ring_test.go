@@ -2,6 +2,7 @@ package decisions
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -143,7 +144,10 @@ func TestRingConcurrent(t *testing.T) {
 	go func() {
 		defer close(done)
 		var next uint64
-		for range 100000 {
+		// Until every decision was passed (read or skipped as overwritten),
+		// bounded in time: on a busy machine the writers may not run for a
+		// while, so a count of polls could end before they wrote anything.
+		for stop := time.Now().Add(20 * time.Second); time.Now().Before(stop); runtime.Gosched() {
 			ds, n := r.After(next, 0)
 			for i, d := range ds {
 				var id int
