@@ -36,7 +36,7 @@ demo:
 
 # bench builds switchyard, the mock upstream and the bare proxy into a temp
 # dir, measures them as separate pinned processes and writes bench/RESULTS.md
-# and bench/latency.svg (see bench/README.md). About 3½ minutes on 2 cores.
+# (see bench/README.md). About 10 minutes on 2 cores.
 # Extra options: make bench BENCHFLAGS="-duration 10s -pin=false".
 bench:
 	$(GO) run ./bench/cmd/benchrun $(BENCHFLAGS)

@@ -1,4 +1,4 @@
-// Package cli implements Switchyard's command line (SPEC §1): the
+// Package cli implements Switchyard's command line (README, Command line): the
 // subcommands serve, validate, explain, keys and version, their flags, and their
 // exit codes.
 //
@@ -54,6 +54,8 @@ const usage = `Usage:
                                                     show how a request would be routed
   switchyard keys new [-name N]                     a fresh client key and its config entry
   switchyard keys hash                              hex SHA-256 of the key read from standard input
+  switchyard audit keygen                           a fresh audit signing key pair
+  switchyard audit verify -pub KEY FILE...          check audit log files: chain, checkpoints, continuity
   switchyard version                                print the version
 
 -config defaults to $SWITCHYARD_CONFIG, then config.yaml.
@@ -83,6 +85,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return version(rest, stdout, stderr)
 	case "keys":
 		return keys(rest, stdout, stderr)
+	case "audit":
+		return auditCmd(rest, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return ExitOK

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,47 +49,114 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return ExitUsage
 	}
-	surface, ok := router.ParseSurface(*surfaceName)
-	if !ok {
-		fmt.Fprintf(stderr, "explain: -surface %q is not a surface; want chat, completions, embeddings, images, responses or messages\n", *surfaceName)
+	q := ExplainRequest{Model: *model, User: *user, HasUser: set["user"], Stream: *stream, StreamSet: set["stream"],
+		Tools: *tools, ToolsSet: set["tools"], Metadata: *metadata, Surface: *surfaceName, Key: *keyName}
+	// The request is checked before the config is read: a malformed
+	// request is a usage error whatever the file holds.
+	if _, _, err := q.parse(); err != nil {
+		fmt.Fprintf(stderr, "explain: %v\n", err)
 		return ExitUsage
 	}
-	req := router.Request{
-		Surface:  surface,
-		Model:    []byte(*model),
-		User:     []byte(*user),
-		HasUser:  set["user"],
-		Stream:   *stream,
-		HasTools: *tools,
-	}
-	// The gateway reads X-Gateway-Metadata on chat-like surfaces only and
-	// neither parses nor validates it elsewhere (SPEC §4.2); so does explain.
-	rich := surface.ChatLike()
-	if rich && *metadata != "" {
-		var p router.MetadataParser
-		pairs, err := p.Parse([]byte(*metadata))
-		if err != nil {
-			fmt.Fprintf(stderr, "explain: -metadata: %v\n", err)
-			return ExitUsage
-		}
-		req.Metadata = pairs
-	}
-
-	cfg, ok := load(*cfgPath, stderr)
+	// Without the residency proof: explain shows where a refused
+	// config's witness request goes (and says the proof fails).
+	cfg, ok := loadWith(config.LoadUnproven, *cfgPath, stderr)
 	if !ok {
 		return ExitFail
 	}
+	var uerr *ExplainUsageError
+	switch err := Explain(cfg, q, stdout); {
+	case errors.As(err, &uerr):
+		fmt.Fprintf(stderr, "explain: %v\n", err)
+		return ExitUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", *cfgPath, err)
+		return ExitFail
+	}
+	return ExitOK
+}
+
+// ExplainRequest describes the request that Explain routes: explain's
+// flags, and the console's /api/explain parameters.
+type ExplainRequest struct {
+	Model string
+	// User is the request's user when HasUser.
+	User    string
+	HasUser bool
+	// Stream and Tools, and whether they were given (a field given on a
+	// surface that ignores it is named as ignored).
+	Stream, StreamSet bool
+	Tools, ToolsSet   bool
+	// Metadata is the X-Gateway-Metadata header, a JSON object; "" = none.
+	Metadata string
+	// Surface is the surface's name; "" = chat.
+	Surface string
+	// Key names the client key that sends the request; "" = none.
+	Key string
+}
+
+// ExplainUsageError is a described request Explain cannot route: an
+// unknown surface or key, or malformed metadata. Its text names the flag.
+type ExplainUsageError struct{ msg string }
+
+func (e *ExplainUsageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &ExplainUsageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// parse returns the request's surface and router.Request, without the
+// key's bindings.
+func (q *ExplainRequest) parse() (router.Surface, router.Request, error) {
+	name := q.Surface
+	if name == "" {
+		name = "chat"
+	}
+	surface, ok := router.ParseSurface(name)
+	if !ok {
+		return 0, router.Request{}, usageErrorf("-surface %q is not a surface; want chat, completions, embeddings, images, responses or messages", name)
+	}
+	req := router.Request{
+		Surface:  surface,
+		Model:    []byte(q.Model),
+		User:     []byte(q.User),
+		HasUser:  q.HasUser,
+		Stream:   q.Stream,
+		HasTools: q.Tools,
+	}
+	// The gateway reads X-Gateway-Metadata on chat-like surfaces only and
+	// neither parses nor validates it elsewhere (README, Routing 2); so does explain.
+	if surface.ChatLike() && q.Metadata != "" {
+		var p router.MetadataParser
+		pairs, err := p.Parse([]byte(q.Metadata))
+		if err != nil {
+			return 0, router.Request{}, usageErrorf("-metadata: %v", err)
+		}
+		req.Metadata = pairs
+	}
+	return surface, req, nil
+}
+
+// Explain writes explain's report (see explain) of request q under cfg to
+// stdout. It returns an *ExplainUsageError for a request it cannot
+// describe, and another error when the config cannot be compiled; nothing
+// is written then. The console's explain form shows the same report.
+func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
+	surface, req, err := q.parse()
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{"user": q.HasUser, "stream": q.StreamSet, "tools": q.ToolsSet}
+	model, user, metadata := &q.Model, &q.User, &q.Metadata
 	rules, targets := cfg.RouterSpecs()
 	snap, err := router.Compile(rules, targets, 0)
 	if err != nil {
 		// Load validated the config, so this is a disagreement between
 		// config and router; report it rather than guess.
-		fmt.Fprintf(stderr, "%s: cannot compile routing table: %v\n", *cfgPath, err)
-		return ExitFail
+		return fmt.Errorf("cannot compile routing table: %v", err)
 	}
-	key, code := explainKey(cfg, *keyName, stderr)
-	if code >= 0 {
-		return code
+	key, err := explainKey(cfg, q.Key)
+	if err != nil {
+		return err
 	}
 	if key != nil {
 		fmt.Fprintf(stdout, "key: %s\n", describeKey(key))
@@ -98,7 +166,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		if allow := router.NewModelSet(key.Models); !allow.Has(req.Model) {
 			fmt.Fprintf(stdout, "request: %s\n", describeRequest(&req, set, *metadata))
 			fmt.Fprintf(stdout, "outcome: 403 model_not_allowed: key %q may not use model %q (checked before routing)\n", key.Name, *model)
-			return ExitOK
+			return nil
 		}
 		if key.HasUser && set["user"] && string(key.User) != *user {
 			fmt.Fprintf(stdout, "note: the key binds user %q; the request's user %q does not route\n", key.User, *user)
@@ -150,6 +218,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stdout, "outcome: 404 model_not_found: no chain member serves model %q\n", *model)
 	}
+	explainResidency(stdout, snap, key, chain, req.Model, surface)
 	if key == nil && cfg.Auth.Enabled() {
 		fmt.Fprintln(stdout, "note: the config has client keys: a request without one gets 401 invalid_api_key; -key NAME explains one key's requests")
 	}
@@ -168,7 +237,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	return ExitOK
+	return nil
 }
 
 // describeRequest renders the request's routing fields. Fields the gateway
@@ -235,25 +304,23 @@ func yesNo(b bool) string {
 }
 
 // explainKey returns the client key named name (nil when name is ""), or
-// an exit code >= 0 after reporting why there is none.
-func explainKey(cfg *config.Config, name string, stderr io.Writer) (*router.KeySpec, int) {
+// an *ExplainUsageError saying why there is none.
+func explainKey(cfg *config.Config, name string) (*router.KeySpec, error) {
 	if name == "" {
-		return nil, -1
+		return nil, nil
 	}
 	specs := cfg.KeySpecs()
 	names := make([]string, len(specs))
 	for i := range specs {
 		if specs[i].Name == name {
-			return &specs[i], -1
+			return &specs[i], nil
 		}
 		names[i] = specs[i].Name
 	}
 	if len(specs) == 0 {
-		fmt.Fprintf(stderr, "explain: -key %q: the config has no auth block, so requests need no key\n", name)
-	} else {
-		fmt.Fprintf(stderr, "explain: -key %q names no client key; configured: %s\n", name, strings.Join(names, ", "))
+		return nil, usageErrorf("-key %q: the config has no auth block, so requests need no key", name)
 	}
-	return nil, ExitUsage
+	return nil, usageErrorf("-key %q names no client key; configured: %s", name, strings.Join(names, ", "))
 }
 
 // describeKey renders a key's bindings and allow-list.

@@ -50,7 +50,12 @@ func validate(args []string, stdout, stderr io.Writer) int {
 // load loads the config at path. On failure it prints every problem, one a
 // line, or a one-line read error, to w and returns false.
 func load(path string, w io.Writer) (*config.Config, bool) {
-	cfg, err := config.Load(path)
+	return loadWith(config.Load, path, w)
+}
+
+// loadWith is load with the loader fn (explain uses config.LoadUnproven).
+func loadWith(fn func(string) (*config.Config, error), path string, w io.Writer) (*config.Config, bool) {
+	cfg, err := fn(path)
 	if err == nil {
 		return cfg, true
 	}
@@ -75,7 +80,8 @@ func lint(cfg *config.Config) []string {
 	rules, targets := cfg.RouterSpecs()
 	findings := router.Lint(rules, targets)
 	keyFindings := router.LintKeys(rules, targets, cfg.KeySpecs())
-	if len(findings) == 0 && len(keyFindings) == 0 {
+	residency := cfg.ResidencyWarnings()
+	if len(findings) == 0 && len(keyFindings) == 0 && len(residency) == 0 {
 		return nil
 	}
 	src := readLines(cfg.File)
@@ -90,6 +96,10 @@ func lint(cfg *config.Config) []string {
 			p.Path = fmt.Sprintf("targets[%d]", f.Target)
 			p.Line = cfg.Targets[f.Target].Line
 		}
+		p.Col = column(src, p.Line)
+		out = append(out, p.String())
+	}
+	for _, p := range residency {
 		p.Col = column(src, p.Line)
 		out = append(out, p.String())
 	}

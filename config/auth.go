@@ -13,7 +13,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// Auth is the client keys block (SPEC §7). Without it (no keys) the gateway
+// Auth is the client keys block (README, Client keys). Without it (no keys) the gateway
 // is open to whoever reaches its listener.
 type Auth struct {
 	// Keys are the client keys, in declared order; non-empty after a
@@ -25,7 +25,7 @@ type Auth struct {
 func (a *Auth) Enabled() bool { return len(a.Keys) > 0 }
 
 // MaxKeyMetadata is the most metadata entries a key may bind: the most an
-// X-Gateway-Metadata header may carry (SPEC §4.2).
+// X-Gateway-Metadata header may carry (README, Routing 2).
 const MaxKeyMetadata = 32
 
 // maxKeyName bounds a key's name, a label in every access line and metric.
@@ -50,6 +50,9 @@ type ClientKey struct {
 	Models []string `yaml:"models"`
 	// Limits are the key's rate limits and budgets; zero = none.
 	Limits Limits `yaml:"limits"`
+	// Residency lists the labels of the targets this key's requests may
+	// reach, proven at load (README, Proving residency). nil = any target.
+	Residency []string `yaml:"residency"`
 
 	// Line is the 1-based line of the key in the file (0 if unknown).
 	Line int `yaml:"-"`
@@ -57,7 +60,7 @@ type ClientKey struct {
 
 var (
 	authKeys      = []string{"keys"}
-	clientKeyKeys = []string{"name", "sha256", "key", "user", "metadata", "models", "limits"}
+	clientKeyKeys = []string{"name", "sha256", "key", "user", "metadata", "models", "limits", "residency"}
 )
 
 // decodeAuth is phase 1 for the auth block. A `key:` value is hashed here
@@ -79,6 +82,7 @@ func (d *decoder) decodeAuth(n ast.Node, cfg *Config) {
 		d.setStrList(f, path, "models", "model ids or prefix* patterns", &k.Models)
 		d.decodeKeyMetadata(f["metadata"], join(path, "metadata"), k)
 		d.decodeLimits(f["limits"], join(path, "limits"), &k.Limits)
+		d.setStrList(f, path, "residency", "residency labels", &k.Residency)
 		var digest, plain string
 		hasDigest := d.has[join(path, "sha256")]
 		hasPlain := d.has[join(path, "key")]
@@ -202,7 +206,7 @@ func (c *Config) KeySpecs() []router.KeySpec {
 	out := make([]router.KeySpec, len(c.Auth.Keys))
 	for i := range c.Auth.Keys {
 		k := &c.Auth.Keys[i]
-		ks := router.KeySpec{Name: k.Name, User: []byte(k.User), HasUser: k.User != "", Models: slices.Clone(k.Models)}
+		ks := router.KeySpec{Name: k.Name, User: []byte(k.User), HasUser: k.User != "", Models: slices.Clone(k.Models), Residency: slices.Clone(k.Residency)}
 		for _, name := range slices.Sorted(maps.Keys(k.Metadata)) {
 			ks.Metadata = append(ks.Metadata, router.Pair{Key: []byte(name), Value: []byte(k.Metadata[name])})
 		}

@@ -65,7 +65,7 @@ func TestAuthProblems(t *testing.T) {
 		{"empty block", "auth: {}\n", nil, []want{{"auth.keys", 7, "{}",
 			"no client keys; want at least one key under auth.keys, or no auth block to serve without keys"}}},
 		{"unknown key", "auth:\n  keys:\n    - {name: a, sha256: " + digestA + ", usr: x}\n", nil, []want{{"auth.keys[0].usr", 9, "usr",
-			`unknown key "usr" in a client key; want name, sha256, key, user, metadata, models, limits`}}},
+			`unknown key "usr" in a client key; want name, sha256, key, user, metadata, models, limits, residency`}}},
 		{"no name, no key", "auth:\n  keys:\n    - {user: x}\n", nil, []want{
 			{"auth.keys[0].sha256", 9, "{", "no key; want sha256: <64 hex digits of the key's SHA-256> (see switchyard keys new) or key: ${ENV_VAR}"},
 			{"auth.keys[0].name", 9, "{", "name is required; want a unique label for logs and metrics"}}},

@@ -50,6 +50,8 @@ type decoder struct {
 	// repeat (key, field and target names), so the Config a gateway keeps
 	// references one copy instead of one per condition. Built lazily.
 	interned map[string]string
+	// unproven skips the residency proof (LoadUnproven).
+	unproven bool
 }
 
 // intern returns the decoder's copy of s (s itself the first time).

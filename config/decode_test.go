@@ -23,7 +23,7 @@ func TestStrictDecodeProblems(t *testing.T) {
 		wants []want
 	}{
 		{"unknown top-level key", minimal + "servr:\n  listen: :8080\n",
-			[]want{{"servr", 7, "servr", `unknown key "servr" in the config; want server, log, strategy, targets, auth, quotas`}}},
+			[]want{{"servr", 7, "servr", `unknown key "servr" in the config; want server, log, strategy, targets, auth, quotas, audit, admin, tracing`}}},
 		{"unknown nested key", strings.Replace(minimal, "  - virtual_key: openai\n", "  - virtual_key: openai\n    retry:\n      attemps: 2\n", 1),
 			[]want{{"targets[0].retry.attemps", 8, "attemps", `unknown key "attemps" in retry; want attempts, on_status_codes, initial_backoff_ms`}}},
 		{"unknown key in flow condition", strings.Replace(minimal, "target_key: openai}", "target: openai}", 1),
@@ -32,7 +32,7 @@ func TestStrictDecodeProblems(t *testing.T) {
 				{"strategy.conditions[0].target", 4, "target:", `unknown key "target" in a condition; want key, field, value, target_key, target_keys`},
 			}},
 		{"unknown key with capitals is quoted", minimal + "Server: {}\n",
-			[]want{{`["Server"]`, 7, "Server", `unknown key "Server" in the config; want server, log, strategy, targets, auth, quotas`}}},
+			[]want{{`["Server"]`, 7, "Server", `unknown key "Server" in the config; want server, log, strategy, targets, auth, quotas, audit, admin, tracing`}}},
 		{"duplicate top-level key", minimal + "targets:\n  - virtual_key: x\n",
 			[]want{{"targets", 7, "targets", `duplicate key "targets" (first at line 5); a key may appear once in a mapping`}}},
 		{"duplicate nested key keeps checking the first value", strings.Replace(minimal, "  - virtual_key: openai\n", "  - virtual_key: openai\n    timeout: 0s\n    timeout: 5s\n", 1),
@@ -51,13 +51,13 @@ func TestStrictDecodeProblems(t *testing.T) {
 			[]want{
 				{"targets[1]", 7, "openai", `got the string "openai"; want a target (a mapping)`},
 				{"targets[1].virtual_key", 7, "openai", "virtual_key is required; want a unique name for rules to use"},
-				{"targets[1].provider", 7, "openai", "provider is required; want openai, anthropic or bedrock"},
+				{"targets[1].provider", 7, "openai", "provider is required; want openai, anthropic, bedrock, azure, vertex or gemini"},
 			}},
 		{"server not a mapping", minimal + "server: [a]\n",
 			[]want{{"server", 7, "[a]", "got a list; want server (a mapping)"}}},
 		{"top level not a mapping", "- a\n- b\n",
 			[]want{
-				{"", 1, "-", "got a list; want a mapping of server, log, strategy, targets, auth, quotas"},
+				{"", 1, "-", "got a list; want a mapping of server, log, strategy, targets, auth, quotas, audit, admin, tracing"},
 				{"targets", 1, "-", "no targets; want at least one (targets[0] is the no-match fallback)"},
 				{"strategy.mode", 1, "-", "mode is required; want conditional"},
 			}},
@@ -115,7 +115,7 @@ func TestEmptyFileReportsMissingSections(t *testing.T) {
 func TestAllProblemsInLineOrder(t *testing.T) {
 	src := `targets:
   - virtual_key: a
-    provider: azure
+    provider: mistral
     timout: 5s
   - virtual_key: a
 strategy:
@@ -127,9 +127,9 @@ strategy:
 log: {level: loud}
 `
 	checkProblems(t, src, problemsOf(t, src, noEnv), []want{
-		{"targets[0].provider", 3, "azure", `"azure" is not a provider; want openai, anthropic or bedrock`},
-		{"targets[0].timout", 4, "timout", `unknown key "timout" in a target; want virtual_key, provider, base_url, api_key, region, aws_access_key_id, aws_secret_access_key, aws_session_token, models, model_map, timeout, retry, circuit_breaker, concurrency, limits, prices`},
-		{"targets[1].provider", 5, "virtual_key", "provider is required; want openai, anthropic or bedrock"},
+		{"targets[0].provider", 3, "mistral", `"mistral" is not a provider; want openai, anthropic, bedrock, azure, vertex or gemini`},
+		{"targets[0].timout", 4, "timout", `unknown key "timout" in a target; want virtual_key, provider, base_url, api_key, region, aws_access_key_id, aws_secret_access_key, aws_session_token, models, model_map, timeout, retry, circuit_breaker, concurrency, limits, prices, residency, azure_api_version, azure_deployment_type, azure_tenant_id, azure_client_id, azure_client_secret, azure_authority, project, credentials_file, credentials_json`},
+		{"targets[1].provider", 5, "virtual_key", "provider is required; want openai, anthropic, bedrock, azure, vertex or gemini"},
 		{"targets[1].virtual_key", 5, "@@a", `duplicate virtual_key "a" (first at targets[0], line 2); want unique names`},
 		{"strategy.conditions[0].key", 9, "modle", `"modle" is not a condition key; want model, model_prefix, user, stream, has_tools or metadata`},
 		{"strategy.conditions[0].target_key", 11, "nobody", `unknown target "nobody"; declared: a`},
@@ -137,7 +137,7 @@ log: {level: loud}
 	})
 	e := &Error{Problems: problemsOf(t, src, noEnv)}
 	first := strings.SplitN(e.Error(), "\n", 2)[0]
-	if want := `test.yaml:3:15: targets[0].provider: "azure" is not a provider; want openai, anthropic or bedrock`; first != want {
+	if want := `test.yaml:3:15: targets[0].provider: "mistral" is not a provider; want openai, anthropic, bedrock, azure, vertex or gemini`; first != want {
 		t.Errorf("Error() first line %q; want %q", first, want)
 	}
 	if n := strings.Count(e.Error(), "\n"); n != 6 {
@@ -212,7 +212,7 @@ targets:
 `
 	// x-defaults is not a known key: anchors must live in a known place.
 	checkProblems(t, src, problemsOf(t, src, noEnv), []want{
-		{"[\"x-defaults\"]", 1, "x-defaults", `unknown key "x-defaults" in the config; want server, log, strategy, targets, auth, quotas`},
+		{"[\"x-defaults\"]", 1, "x-defaults", `unknown key "x-defaults" in the config; want server, log, strategy, targets, auth, quotas, audit, admin, tracing`},
 	})
 
 	src = `strategy:

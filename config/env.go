@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// expand replaces environment references in a string value (SPEC §2):
+// expand replaces environment references in a string value (README, Configuration reference):
 //
 //	${NAME}          the value of NAME; an unset NAME is a problem
 //	${NAME:-default} the value of NAME, or default when NAME is unset or empty

@@ -20,7 +20,7 @@ import (
 	"github.com/goccy/go-yaml/token"
 )
 
-// Defaults (SPEC §2).
+// Defaults (README, Configuration reference).
 const (
 	DefaultListen          = "127.0.0.1:8080"
 	DefaultMaxRequestBytes = 10 << 20
@@ -124,6 +124,10 @@ func Parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 const ReleaseMemoryBytes = 64 << 10
 
 func parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	return parseOpt(file, data, lookupEnv, false)
+}
+
+func parseOpt(file string, data []byte, lookupEnv func(string) (string, bool), unproven bool) (*Config, error) {
 	if len(data) > MaxFileBytes {
 		return nil, &Error{Problems: []Problem{{File: file, Line: 1, Col: 1,
 			Message: fmt.Sprintf("the file is larger than %d MiB (%d bytes); want a smaller config (10,000 rules take about 680 KB)", MaxFileBytes>>20, MaxFileBytes)}}}
@@ -141,6 +145,7 @@ func parse(file string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 		decodeBad: map[string]bool{},
 		root:      pos{1, 1},
 		budget:    maxValues,
+		unproven:  unproven,
 	}
 	// Duplicate keys are detected per mapping by the decoder, which reports
 	// them all with both lines; the parser would stop at the first. A UTF-8
@@ -355,7 +360,7 @@ func syntaxProblem(file string, err error) Problem {
 }
 
 var (
-	topKeys    = []string{"server", "log", "strategy", "targets", "auth", "quotas"}
+	topKeys    = []string{"server", "log", "strategy", "targets", "auth", "quotas", "audit", "admin", "tracing"}
 	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch",
 		"reduce_memory_usage", "allowed_hosts", "allowed_origins"}
 	logKeys       = []string{"level", "format", "access_log"}
@@ -363,7 +368,8 @@ var (
 	conditionKeys = []string{"key", "field", "value", "target_key", "target_keys"}
 	targetKeys    = []string{"virtual_key", "provider", "base_url", "api_key", "region",
 		"aws_access_key_id", "aws_secret_access_key", "aws_session_token",
-		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency", "limits", "prices"}
+		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency", "limits", "prices", "residency"}
+	targetKeysAll   = append(slices.Clone(targetKeys), cloudKeys...)
 	retryKeys       = []string{"attempts", "on_status_codes", "initial_backoff_ms"}
 	breakerKeys     = []string{"failure_threshold", "success_threshold", "max_half_threshold", "timeout"}
 	concurrencyKeys = []string{"max_concurrency", "queue_size"}
@@ -418,6 +424,8 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 	}
 	d.decodeAuth(top["auth"], cfg)
 	d.decodeQuotas(top["quotas"], cfg)
+	d.decodeAudit(top["audit"], cfg)
+	d.decodeObservability(top, cfg)
 	return cfg
 }
 
@@ -467,7 +475,7 @@ func (d *decoder) decodeTarget(n ast.Node, path string) Target {
 		},
 		Concurrency: Concurrency{MaxConcurrency: DefaultMaxConcurrency, QueueSize: DefaultQueueSize},
 	}
-	m := d.fields(n, path, "a target", targetKeys...)
+	m := d.fields(n, path, "a target", targetKeysAll...)
 	d.setStr(m, path, "virtual_key", &t.VirtualKey)
 	d.setStr(m, path, "provider", &t.Provider)
 	d.setStr(m, path, "base_url", &t.BaseURL)
@@ -476,9 +484,11 @@ func (d *decoder) decodeTarget(n ast.Node, path string) Target {
 	d.setStr(m, path, "aws_access_key_id", &t.AWSAccessKeyID)
 	d.setStr(m, path, "aws_secret_access_key", &t.AWSSecretAccessKey)
 	d.setStr(m, path, "aws_session_token", &t.AWSSessionToken)
+	d.decodeCloud(m, path, &t.Cloud)
 	d.setStrList(m, path, "models", "model ids or prefix* patterns", &t.Models)
 	d.setStrMap(m, path, "model_map", &t.ModelMap)
 	d.setDuration(m, path, "timeout", &t.Timeout)
+	d.setStr(m, path, "residency", &t.Residency)
 
 	rp := join(path, "retry")
 	r := d.fields(m["retry"], rp, "retry", retryKeys...)

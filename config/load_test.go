@@ -365,7 +365,7 @@ func TestProviderSurfaces(t *testing.T) {
 		{"openai", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages, router.SurfaceResponses}},
 		{"anthropic", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
 		{"bedrock", []router.Surface{router.SurfaceChat}},
-		{"azure", nil},
+		{"mistral", nil},
 	} {
 		set := ProviderSurfaces(tc.provider)
 		for s := router.Surface(0); s < router.NumSurfaces; s++ {

@@ -5,22 +5,28 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/switchyard/switchyard/provider"
 	"github.com/switchyard/switchyard/router"
 )
 
-// ProviderSurfaces returns the surfaces a provider serves (SPEC §3): openai
-// serves every surface but messages; anthropic serves chat and messages;
-// bedrock serves chat only. An unknown provider serves none.
-func ProviderSurfaces(provider string) router.SurfaceSet {
-	switch provider {
-	case ProviderOpenAI:
-		return router.AllSurfaces &^ (1 << router.SurfaceMessages)
-	case ProviderAnthropic:
-		return 1<<router.SurfaceChat | 1<<router.SurfaceMessages
-	case ProviderBedrock:
-		return 1 << router.SurfaceChat
+// ProviderSurfaces returns the surfaces a provider can serve, from the
+// provider registry (README, Providers). An unknown provider serves none.
+func ProviderSurfaces(name string) router.SurfaceSet {
+	if p := provider.Lookup(name); p != nil {
+		return p.Surfaces
 	}
 	return 0
+}
+
+// Surfaces returns the surfaces target t serves: its provider's, less
+// responses for an azure target on classic deployment URLs (only the v1 API
+// has the Responses API).
+func (t *Target) Surfaces() router.SurfaceSet {
+	s := ProviderSurfaces(t.Provider)
+	if t.Provider == ProviderAzure && t.AzureAPIVersion != "" {
+		s &^= 1 << router.SurfaceResponses
+	}
+	return s
 }
 
 var routerKeys = map[string]router.Key{
@@ -44,10 +50,11 @@ func (c *Config) RouterSpecs() ([]router.RuleSpec, []router.TargetSpec) {
 	for i, t := range c.Targets {
 		byName[t.VirtualKey] = i
 		targets[i] = router.TargetSpec{
-			Name:     t.VirtualKey,
-			Provider: t.Provider,
-			Surfaces: ProviderSurfaces(t.Provider),
-			Models:   slices.Clone(t.Models), // nil stays nil: any model
+			Name:      t.VirtualKey,
+			Provider:  t.Provider,
+			Surfaces:  t.Surfaces(),
+			Models:    slices.Clone(t.Models), // nil stays nil: any model
+			Residency: t.Residency,
 		}
 		if len(t.ModelMap) > 0 {
 			// Sorted: map order must not leak into the specs.

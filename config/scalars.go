@@ -56,12 +56,12 @@ func (d *decoder) str(n ast.Node, path, what string) (string, bool) {
 func isSecret(path string) bool {
 	i := strings.LastIndexByte(path, '.')
 	switch path[i+1:] {
-	case "api_key", "aws_access_key_id", "aws_secret_access_key", "aws_session_token":
+	case "api_key", "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "azure_client_secret", "credentials_json":
 		return true
 	case "url":
 		return strings.HasPrefix(path, "quotas.") // may hold a Redis password
 	case "key":
-		return strings.HasPrefix(path, "auth.") // a client key, not a condition's key
+		return strings.HasPrefix(path, "auth.") || path == "admin.key" // a client or admin key, not a condition's key
 	}
 	return false
 }

@@ -1,5 +1,5 @@
 // Package config loads and validates Switchyard's YAML configuration
-// (SPEC §2). Loading has four phases: a strict decode of the YAML syntax tree
+// (README, Configuration reference). Loading has four phases: a strict decode of the YAML syntax tree
 // (unknown or duplicate keys and wrong types are problems with line:col),
 // ${VAR} interpolation of string values, defaults, and a semantic pass. Every
 // problem of every phase is collected with its YAML path and returned at once
@@ -7,7 +7,11 @@
 // (see Config.RouterSpecs); this package knows nothing about requests.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/switchyard/switchyard/provider"
+)
 
 // Config is one loaded, validated and defaulted configuration file.
 // A *Config is immutable once Load returns it; it is safe to share.
@@ -18,10 +22,15 @@ type Config struct {
 	// Targets is non-empty after a successful load; Targets[0] is the
 	// no-match fallback.
 	Targets []Target `yaml:"targets"`
-	// Auth holds the client keys (SPEC §7); no keys = an open gateway.
+	// Auth holds the client keys (README, Client keys); no keys = an open gateway.
 	Auth Auth `yaml:"auth"`
 	// Quotas is where rate limits and budgets are counted (config/quotas.go).
 	Quotas Quotas `yaml:"quotas"`
+	// Audit is the signed audit log; off when Audit.Path is "".
+	Audit Audit `yaml:"audit"`
+	// Admin and Tracing are the console and OpenTelemetry blocks (see observability.go).
+	Admin   Admin   `yaml:"admin"`
+	Tracing Tracing `yaml:"tracing"`
 
 	// File is the path the config was read from ("" when parsed from memory).
 	File string `yaml:"-"`
@@ -88,7 +97,7 @@ type Strategy struct {
 	Conditions []Condition `yaml:"conditions"`
 }
 
-// Condition keys (SPEC §2).
+// Condition keys (README, Configuration reference).
 const (
 	KeyModel       = "model"
 	KeyModelPrefix = "model_prefix"
@@ -126,19 +135,23 @@ func (c *Condition) Chain() []string {
 	return c.TargetKeys
 }
 
-// Providers (SPEC §2).
+// Providers (README, Providers); the registry in package provider holds
+// what each serves and accepts.
 const (
-	ProviderOpenAI    = "openai"
-	ProviderAnthropic = "anthropic"
-	ProviderBedrock   = "bedrock"
+	ProviderOpenAI    = provider.OpenAI
+	ProviderAnthropic = provider.Anthropic
+	ProviderBedrock   = provider.Bedrock
+	ProviderAzure     = provider.Azure
+	ProviderVertex    = provider.Vertex
+	ProviderGemini    = provider.Gemini
 )
 
 // Target is one upstream deployment.
 type Target struct {
 	// VirtualKey is the unique, non-empty name rules use.
 	VirtualKey string `yaml:"virtual_key"`
-	// Provider is openai, anthropic or bedrock. Default: VirtualKey when it
-	// names a provider.
+	// Provider is openai, anthropic, bedrock, azure, vertex or gemini.
+	// Default: VirtualKey when it names a provider.
 	Provider string `yaml:"provider"`
 	// BaseURL defaults to <PROVIDER>_BASE_URL from the environment, then the
 	// provider's public endpoint (bedrock: from Region). Never ends in "/".
@@ -148,13 +161,16 @@ type Target struct {
 	// a target with an explicit base_url never receives the provider's
 	// environment key. "" = send no credential. Secret: never logged.
 	APIKey string `yaml:"api_key"`
-	// Region is the AWS region (bedrock only).
+	// Region is the AWS region (bedrock) or the Google Cloud region
+	// (vertex: europe-west4…, or global).
 	Region string `yaml:"region"`
 	// AWSAccessKeyID, AWSSecretAccessKey and AWSSessionToken are SigV4
 	// credentials (bedrock only). Secret: never logged.
 	AWSAccessKeyID     string `yaml:"aws_access_key_id"`
 	AWSSecretAccessKey string `yaml:"aws_secret_access_key"`
 	AWSSessionToken    string `yaml:"aws_session_token"`
+	// Cloud holds the azure and vertex keys (config/cloud.go).
+	Cloud `yaml:",inline"`
 	// Models lists exact ids and "prefix*" patterns served. nil = any model;
 	// never empty but non-nil after a successful load (models: [] is refused).
 	Models []string `yaml:"models"`
@@ -162,6 +178,9 @@ type Target struct {
 	ModelMap map[string]string `yaml:"model_map"`
 	// Timeout bounds one attempt (a stream: until its first byte). Default 60s.
 	Timeout time.Duration `yaml:"timeout"`
+	// Residency is the target's residency label (README, Proving
+	// residency); "" = none.
+	Residency string `yaml:"residency"`
 
 	Retry          Retry          `yaml:"retry"`
 	CircuitBreaker CircuitBreaker `yaml:"circuit_breaker"`
@@ -188,7 +207,7 @@ type Retry struct {
 	InitialBackoffMs int `yaml:"initial_backoff_ms"`
 }
 
-// CircuitBreaker configures the per-target breaker (SPEC §4.7).
+// CircuitBreaker configures the per-target breaker (README, Routing 7).
 type CircuitBreaker struct {
 	// FailureThreshold is the consecutive counted failures that open it.
 	// Default 5.

@@ -8,23 +8,23 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchyard/switchyard/provider"
 )
 
-// Provider defaults (SPEC §2). The bedrock URL takes the target's region.
+// Provider defaults (README, Providers). The bedrock URL takes the
+// target's region.
 const (
 	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
 	DefaultAnthropicBaseURL = "https://api.anthropic.com"
 	DefaultBedrockBaseURL   = "https://bedrock-runtime.%s.amazonaws.com"
 )
 
-const (
-	wantProvider = "openai, anthropic or bedrock"
-	wantKey      = "model, model_prefix, user, stream, has_tools or metadata"
-)
+const wantKey = "model, model_prefix, user, stream, has_tools or metadata"
 
-func knownProvider(p string) bool {
-	return p == ProviderOpenAI || p == ProviderAnthropic || p == ProviderBedrock
-}
+var wantProvider = provider.Names()
+
+func knownProvider(p string) bool { return provider.Lookup(p) != nil }
 
 // applyTargetDefaults is phase 3 for the defaults that depend on other keys
 // or on the environment (the static ones were preset before decoding).
@@ -51,19 +51,18 @@ func (d *decoder) applyTargetDefaults(cfg *Config) {
 		if !knownProvider(t.Provider) {
 			continue // reported by validate
 		}
-		env := strings.ToUpper(t.Provider)
+		info := provider.Lookup(t.Provider)
 		defaulted := false
 		if t.BaseURL == "" && !d.decodeBad[join(path, "base_url")] {
 			defaulted = true
-			if v, ok := d.lookup(env + "_BASE_URL"); ok && v != "" {
+			if v, ok := d.lookup(info.EnvBaseURL); ok && v != "" {
 				t.BaseURL = v
-				d.baseFromEnv[i] = env + "_BASE_URL"
+				d.baseFromEnv[i] = info.EnvBaseURL
 			} else {
+				t.BaseURL = info.DefaultBaseURL
 				switch t.Provider {
-				case ProviderOpenAI:
-					t.BaseURL = DefaultOpenAIBaseURL
-				case ProviderAnthropic:
-					t.BaseURL = DefaultAnthropicBaseURL
+				case ProviderVertex:
+					t.BaseURL = cloudBaseURL(t)
 				case ProviderBedrock:
 					// An invalid region is reported at region; it must not
 					// become a host name (region "evil.example/" would).
@@ -75,22 +74,33 @@ func (d *decoder) applyTargetDefaults(cfg *Config) {
 		}
 		t.BaseURL = strings.TrimRight(t.BaseURL, "/")
 		sigv4 := t.AWSAccessKeyID != "" || t.AWSSecretAccessKey != ""
-		if defaulted && t.APIKey == "" && !sigv4 && !d.decodeBad[join(path, "api_key")] {
-			if v, ok := d.lookup(env + "_API_KEY"); ok {
+		entra := t.AzureTenantID != "" || t.AzureClientID != "" || t.AzureClientSecret != ""
+		// An azure base_url is always the operator's own resource (there is
+		// no public default), so AZURE_OPENAI_API_KEY applies to it.
+		envKeyApplies := defaulted || t.Provider == ProviderAzure
+		if envKeyApplies && info.EnvAPIKey != "" && t.APIKey == "" && !sigv4 && !entra && !d.decodeBad[join(path, "api_key")] {
+			if v, ok := d.lookup(info.EnvAPIKey); ok {
 				t.APIKey = v
 			}
 		}
+		if entra && t.AzureAuthority == "" {
+			t.AzureAuthority = DefaultAzureAuthority
+		}
+		t.AzureAuthority = strings.TrimRight(t.AzureAuthority, "/")
 	}
 }
 
-// validate is phase 4: the semantic checks of SPEC §2 "Load-time
+// validate is phase 4: the semantic checks of README, Configuration reference "Load-time
 // validation". It reports every problem; none stops the others.
 func (d *decoder) validate(cfg *Config) {
 	d.validateServer(cfg)
 	declared := d.validateTargets(cfg)
 	d.validateStrategy(cfg, declared)
 	d.validateAuth(cfg)
+	d.validateObservability(cfg)
 	d.validateQuotas(cfg)
+	d.validateAudit(cfg)
+	d.validateResidency(cfg) // last: the proof needs an otherwise valid config
 }
 
 func (d *decoder) positiveDuration(path string, v time.Duration, example string) {
@@ -232,23 +242,24 @@ func withoutQuery(s string) string {
 
 func (d *decoder) validateCredentials(t *Target, path string) {
 	p := func(key string) string { return join(path, key) }
-	if t.Provider != ProviderBedrock {
-		if !knownProvider(t.Provider) {
-			return // the provider problem says it all
+	info := provider.Lookup(t.Provider)
+	if info == nil {
+		return // the provider problem says it all
+	}
+	for _, key := range provider.SpecificKeys {
+		if !info.Accepts(key) && (d.has[p(key)] || key != "api_key" && t.specific(key) != "") {
+			d.problemf(p(key), "%s is only for %s; this target's provider is %s", key, provider.Accepting(key), t.Provider)
 		}
-		for _, k := range []struct {
-			key string
-			set bool
-		}{
-			{"region", t.Region != ""},
-			{"aws_access_key_id", t.AWSAccessKeyID != ""},
-			{"aws_secret_access_key", t.AWSSecretAccessKey != ""},
-			{"aws_session_token", t.AWSSessionToken != ""},
-		} {
-			if k.set || d.has[p(k.key)] {
-				d.problemf(p(k.key), "%s is only for provider bedrock; this target's provider is %s", k.key, t.Provider)
-			}
-		}
+	}
+	switch t.Provider {
+	case ProviderAzure:
+		d.validateAzure(t, path)
+		return
+	case ProviderVertex:
+		d.validateVertex(t, path)
+		return
+	case ProviderBedrock:
+	default:
 		return
 	}
 	id, secret := t.AWSAccessKeyID != "", t.AWSSecretAccessKey != ""

@@ -50,7 +50,7 @@ func TestBaseYAMLIsValid(t *testing.T) {
 	}
 }
 
-// TestValidationProblems covers every semantic rule of SPEC §2 with the exact
+// TestValidationProblems covers every semantic rule of README, Configuration reference with the exact
 // path, line, column and message it reports.
 func TestValidationProblems(t *testing.T) {
 	const (
@@ -150,10 +150,10 @@ func TestValidationProblems(t *testing.T) {
 				{"strategy.conditions[1].target_keys[1]", 19, "b", `unknown target "b"; declared: a`},
 				{"targets[1].virtual_key", 30, `""`, "virtual_key is required; want a unique name for rules to use"},
 			}},
-		{"unknown provider", "provider: openai", "provider: azure",
-			[]want{{"targets[0].provider", 22, "azure", `"azure" is not a provider; want openai, anthropic or bedrock`}}},
+		{"unknown provider", "provider: openai", "provider: mistral",
+			[]want{{"targets[0].provider", 22, "mistral", `"mistral" is not a provider; want openai, anthropic, bedrock, azure, vertex or gemini`}}},
 		{"provider missing and not implied", "    provider: openai\n", "",
-			[]want{{"targets[0].provider", 21, "virtual_key", "provider is required; want openai, anthropic or bedrock"}}},
+			[]want{{"targets[0].provider", 21, "virtual_key", "provider is required; want openai, anthropic, bedrock, azure, vertex or gemini"}}},
 		{"base_url not http", "base_url: https://api.openai.com/v1", "base_url: ftp://files.example.com",
 			[]want{{"targets[0].base_url", 23, "ftp:", `"ftp://files.example.com" is not an http or https URL; ` + urlWant}}},
 		{"base_url relative", "base_url: https://api.openai.com/v1", "base_url: /v1",
@@ -191,7 +191,7 @@ func TestValidationProblems(t *testing.T) {
 		{"bedrock sigv4, region only in a host that is not AWS's", "    region: us-east-1\n", "    base_url: https://bedrock-runtime.eu-west-1.example.com\n",
 			[]want{{"targets[1].region", 30, "virtual_key", "region is required to sign requests with AWS keys (SigV4); want an AWS region such as us-east-1"}}},
 		{"region on openai", "provider: openai\n", "provider: openai\n    region: eu-west-1\n",
-			[]want{{"targets[0].region", 23, "eu-west-1", "region is only for provider bedrock; this target's provider is openai"}}},
+			[]want{{"targets[0].region", 23, "eu-west-1", "region is only for providers bedrock and vertex; this target's provider is openai"}}},
 		{"aws key on openai", "provider: openai\n", "provider: openai\n    aws_access_key_id: AKID\n",
 			[]want{{"targets[0].aws_access_key_id", 23, "AKID", "aws_access_key_id is only for provider bedrock; this target's provider is openai"}}},
 		{"aws id without secret", "    aws_secret_access_key: secret\n", "",

@@ -1,6 +1,6 @@
 // Package daemon runs the gateway process: it loads the configuration,
-// serves it, reloads it on SIGHUP and drains on SIGTERM/SIGINT (SPEC §1,
-// §6). It is the only place that owns the listener, the fasthttp.Server,
+// serves it, reloads it on SIGHUP and drains on SIGTERM/SIGINT (README, Command line;
+// Reload and shutdown). It is the only place that owns the listener, the fasthttp.Server,
 // the upstream.Pool and the hotpath.Gateway together.
 //
 // Daemon is the in-process form (tests drive it directly); Run wraps it
@@ -24,6 +24,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/admin"
+	"github.com/switchyard/switchyard/audit"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/deadline"
 	"github.com/switchyard/switchyard/hotpath"
@@ -82,6 +84,7 @@ type Daemon struct {
 	// quotas.store and quotas.redis it was built from (restart-only).
 	quotas   *quota.Quotas
 	quotaCfg *config.Config
+	audit    *audit.Log // nil without an audit block
 
 	// reloadMu serializes Reload and config_watch checks; hash is the
 	// SHA-256 of the bytes of the configuration currently served, seen that
@@ -137,6 +140,11 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 		d.bind = cfg.Server.Listen
 	}
 	d.tel = newTelemetry(cfg, log)
+	if d.tel.console, err = newConsole(cfg, log); err != nil {
+		log.Error().Err(err).Msg("cannot set up tracing; not starting")
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	d.tel.console.reloaded(admin.Reload{Time: time.Now().UTC(), Result: "start", Hash: d.hash})
 	st, err := hotpath.Build(cfg, d.pool, time.Now())
 	if err != nil {
 		log.Error().Err(err).Msg("cannot build the routing state; not starting")
@@ -151,6 +159,10 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 	st.Quota = d.quotas.Plan(cfg)
 	d.gw = hotpath.New(st)
 	d.tel.attach(d.gw, log)
+	if err := d.openAudit(cfg); err != nil {
+		log.Error().Err(err).Msg("cannot open the audit log; not starting")
+		return nil, fmt.Errorf("%w: audit: %v", ErrInvalidConfig, err)
+	}
 	d.tel.targets(st)
 	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()}, d.reduceMemory)
 	warnOpen(log, d.bind, cfg)
@@ -229,6 +241,7 @@ func (d *Daemon) Serve(ln net.Listener) error {
 // response it is serving.
 func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.gw.SetDraining(true)
+	defer d.stopConsole(ctx)
 	return d.srv.ShutdownWithContext(ctx)
 }
 
@@ -286,7 +299,7 @@ func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (resul
 				Msg("BUG: config reload panicked; keeping the configuration served")
 			// Drop Pool entries a half-done build created.
 			d.pool.Retain(d.gw.Load().Targets)
-			d.tel.reload(ReloadFailure, d.hash, now)
+			d.tel.reload(ReloadFailure, d.hash, now, fmt.Sprint("BUG: the reload panicked: ", p))
 			result = ReloadFailure
 		}
 	}()
@@ -294,7 +307,7 @@ func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (resul
 	if readErr != nil {
 		d.seen = seenUnreadable
 		log.Error().Err(readErr).Msg("config reload failed: cannot read the file; keeping the previous configuration")
-		d.tel.reload(ReloadFailure, d.hash, now)
+		d.tel.reload(ReloadFailure, d.hash, now, readErr.Error())
 		return ReloadFailure
 	}
 	hash := hashOf(data)
@@ -307,7 +320,7 @@ func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (resul
 	cfg, err := config.Parse(d.path, data, os.LookupEnv)
 	if err != nil {
 		logConfigError(log, d.path, err, "config reload failed; keeping the previous configuration")
-		d.tel.reload(ReloadFailure, d.hash, now)
+		d.tel.reload(ReloadFailure, d.hash, now, problemLines(err)...)
 		return ReloadFailure
 	}
 	old := d.gw.Load()
@@ -316,7 +329,7 @@ func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (resul
 		log.Error().Err(err).Msg("config reload failed: cannot build the routing state; keeping the previous configuration")
 		// Build may have added Pool entries for new identities; drop them.
 		d.pool.Retain(old.Targets)
-		d.tel.reload(ReloadFailure, d.hash, now)
+		d.tel.reload(ReloadFailure, d.hash, now, err.Error())
 		return ReloadFailure
 	}
 	st.Quota = d.quotas.Plan(cfg) // counters are kept by name
@@ -327,6 +340,7 @@ func (d *Daemon) reloadLocked(trigger string, data []byte, readErr error) (resul
 	d.tel.targets(st)
 	d.tel.reload(ReloadSuccess, hash, now)
 	d.warnRestartOnly(log, cfg)
+	d.warnConsoleRestartOnly(log, cfg)
 	if old.Config.Auth.Enabled() {
 		warnOpen(log, d.bind, cfg) // a reload that drops every key opens the gateway
 	}

@@ -47,6 +47,10 @@ func run(cfgPath, listen string, logOut io.Writer, sigs <-chan os.Signal, starte
 		d.log.Error().Err(err).Str("listen", d.ListenAddress()).Msg("cannot listen")
 		return 1
 	}
+	if err := d.StartConsole(); err != nil {
+		d.log.Error().Err(err).Msg("cannot start the operator's console")
+		return 1
+	}
 	served := make(chan error, 1)
 	go func() { served <- d.Serve(ln) }()
 	if started != nil {
@@ -82,6 +86,7 @@ func run(cfgPath, listen string, logOut io.Writer, sigs <-chan os.Signal, starte
 // readiness off at once, the listener open for server.drain_delay, then
 // closed, and in-flight requests given server.shutdown_timeout to finish.
 func (d *Daemon) drain(s os.Signal, sigs <-chan os.Signal, served <-chan error) int {
+	defer d.closeAudit() // after the last request: its line and a checkpoint
 	srv := d.gw.Load().Config.Server
 	timeout, delay := srv.ShutdownTimeout, srv.DrainDelay
 	d.gw.SetDraining(true)

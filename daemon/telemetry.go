@@ -6,6 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/switchyard/switchyard/admin"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/hotpath"
 	"github.com/switchyard/switchyard/telemetry"
@@ -19,6 +20,8 @@ type tele struct {
 	// access is nil when log.access_log is false (a nil AccessLog logs
 	// nothing). Fixed at start: access_log needs a restart to change.
 	access *telemetry.AccessLog
+	// console is the operator's console and tracer; nil when both are off.
+	console *console
 }
 
 func newTelemetry(cfg *config.Config, log zerolog.Logger) tele {
@@ -35,12 +38,26 @@ func newTelemetry(cfg *config.Config, log zerolog.Logger) tele {
 func (t tele) attach(g *hotpath.Gateway, log zerolog.Logger) {
 	g.Observer = t.metrics
 	g.Metrics = t.metrics.Handler
-	m, access := t.metrics, t.access
+	m, access, rec := t.metrics, t.access, finishedHook(t.console)
 	g.Finished = func(e *telemetry.Entry) {
 		m.Finished(e)
 		access.Log(e)
+		if rec != nil {
+			rec(e)
+		}
 	}
+	t.console.attach(g, log)
 	g.Panicked = func(v any, stack []byte) { logPanic(log, m, v, stack) }
+	g.Fenced = func(key, target string) { logFenced(log, m, key, target) }
+}
+
+// logFenced reports a walk the residency guard stopped: an error line and
+// switchyard_residency_guard_blocks_total. The load-time proof makes it
+// impossible; one means a bug in the proof or the walk.
+func logFenced(log zerolog.Logger, m *telemetry.Metrics, key, target string) {
+	m.ResidencyBlocked(key, target)
+	log.Error().Str("key", key).Str("target", target).
+		Msg("BUG: the residency guard stopped a request before a target outside its key's residency (answered 500)")
 }
 
 // logPanic reports a panic recovered while serving a request (a gateway
@@ -59,7 +76,14 @@ func logPanic(log zerolog.Logger, m *telemetry.Metrics, v any, stack []byte) {
 }
 
 // targets publishes the targets of st (at start and after each swap).
-func (t tele) targets(st *hotpath.State) { t.metrics.SetTargets(st.Targets) }
+func (t tele) targets(st *hotpath.State) {
+	t.metrics.SetTargets(st.Targets)
+	t.console.served(st.Config)
+}
 
-// reload records a reload result and the hash served afterwards.
-func (t tele) reload(result, hash string, now time.Time) { t.metrics.Reload(result, hash, now) }
+// reload records a reload result and the hash served afterwards; problems
+// are a failure's messages (for the console's history).
+func (t tele) reload(result, hash string, now time.Time, problems ...string) {
+	t.metrics.Reload(result, hash, now)
+	t.console.reloaded(admin.Reload{Time: now.UTC(), Result: result, Hash: hash, Problems: problems})
+}

@@ -59,6 +59,7 @@ func TestDemoConfigLoads(t *testing.T) {
 	for _, env := range portEnv {
 		t.Setenv(env, "") // empty: ${VAR:-default} takes the script's default
 	}
+	t.Setenv("DEMO_ADMIN_LISTEN", "")
 	cfg, err := config.Load("demo.yaml")
 	if err != nil {
 		t.Fatalf("demo.yaml with the default ports: %v", err)
@@ -71,6 +72,9 @@ func TestDemoConfigLoads(t *testing.T) {
 	cfg, err = config.Load("demo.yaml")
 	if err != nil {
 		t.Fatalf("demo.yaml with the script's ports: %v", err)
+	}
+	if cfg.Admin.Listen != "127.0.0.1:9090" || cfg.Admin.HasKey {
+		t.Errorf("admin %+v, want the console on 127.0.0.1:9090 without a key", cfg.Admin)
 	}
 	if cfg.Server.Listen != "127.0.0.1:8080" {
 		t.Errorf("server.listen %q, want 127.0.0.1:8080 (make demo's address)", cfg.Server.Listen)
@@ -249,7 +253,7 @@ func TestRunScript(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("run.sh needs curl")
 	}
-	ports := map[string]string{"DEMO_LISTEN": "127.0.0.1:" + freePort(t)}
+	ports := map[string]string{"DEMO_LISTEN": "127.0.0.1:" + freePort(t), "DEMO_ADMIN_LISTEN": "127.0.0.1:" + freePort(t)}
 	env := os.Environ()
 	for _, e := range portEnv {
 		ports[e] = freePort(t)
@@ -295,6 +299,16 @@ func TestRunScript(t *testing.T) {
 
 	g := "http://" + ports["DEMO_LISTEN"]
 	c := &http.Client{Timeout: 10 * time.Second}
+	// The console's URL comes first, and the console answers there.
+	console := "http://" + ports["DEMO_ADMIN_LISTEN"] + "/"
+	if i, j := strings.Index(text.String(), "Operator's console: "+console), strings.Index(text.String(), "Switchyard is serving"); i < 0 || i > j {
+		t.Fatalf("the script does not print the console's URL %s first:\n%s", console, text.String())
+	}
+	if resp, err := c.Get(console + "api/status"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("console at %s: %v %v", console, resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	primary := "http://127.0.0.1:" + ports["DEMO_CLAUDE_PRIMARY_PORT"]
 	if !strings.Contains(text.String(), "curl -s -XPOST '"+primary+"/_mock/fail?status=503&count=3'") {
 		t.Fatalf("the script does not print the fail curl for the primary:\n%s", text.String())

@@ -8,6 +8,7 @@
 #
 # Environment (all optional):
 #   DEMO_LISTEN                 gateway address       (default 127.0.0.1:8080)
+#   DEMO_ADMIN_LISTEN           operator's console    (default 127.0.0.1:9090)
 #   DEMO_OPENAI_PORT            mock "openai"         (default 18101)
 #   DEMO_CLAUDE_PRIMARY_PORT    mock "claude-primary" (default 18102)
 #   DEMO_CLAUDE_SECONDARY_PORT  mock "claude-secondary" (default 18103)
@@ -18,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 export DEMO_LISTEN=${DEMO_LISTEN:-127.0.0.1:8080}
+export DEMO_ADMIN_LISTEN=${DEMO_ADMIN_LISTEN:-127.0.0.1:9090}
 export DEMO_OPENAI_PORT=${DEMO_OPENAI_PORT:-18101}
 export DEMO_CLAUDE_PRIMARY_PORT=${DEMO_CLAUDE_PRIMARY_PORT:-18102}
 export DEMO_CLAUDE_SECONDARY_PORT=${DEMO_CLAUDE_SECONDARY_PORT:-18103}
@@ -86,10 +88,14 @@ gw=$!
 pids+=("$gw")
 G="http://$DEMO_LISTEN"
 wait_ready "$G/readyz" "$gw" gateway "$work/gateway.log"
+A="http://$DEMO_ADMIN_LISTEN"
+wait_ready "$A/api/status" "$gw" "operator's console" "$work/gateway.log"
 
 P=$DEMO_CLAUDE_PRIMARY_PORT
 J='-H Content-Type:application/json'
 cat <<EOF
+
+Operator's console: $A/   (open it in a browser: the rules, the mocks' health, every decision live)
 
 Switchyard is serving demo/demo.yaml on $G (pid $gw), in front of four mock providers:
   openai :$DEMO_OPENAI_PORT   claude-primary :$DEMO_CLAUDE_PRIMARY_PORT   claude-secondary :$DEMO_CLAUDE_SECONDARY_PORT   eu :$DEMO_EU_PORT

@@ -13,7 +13,7 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// Client keys (SPEC §7). With an auth block every API request and GET
+// Client keys (README, Client keys). With an auth block every API request and GET
 // /v1/models presents a key; the key, not the client's claim, decides the
 // user and the bound metadata entries routing sees, and which models it may
 // ask for. The keys of a State are a map from the key's SHA-256 to what it
@@ -33,6 +33,8 @@ type clientKey struct {
 	allow router.ModelSet
 	// models is the prebuilt GET /v1/models answer for this key.
 	models []byte
+	// fence is the key's residency guard; nil = none.
+	fence *upstream.Fence
 }
 
 // keyring maps a key's SHA-256 to the key. nil: no auth block, the
@@ -73,6 +75,7 @@ func buildKeys(cfg *config.Config, snap *router.Snapshot) keyring {
 			bodies[sig] = body
 		}
 		k.models = body
+		k.fence = fenceFor(cfg, &cfg.Auth.Keys[i])
 		ring[cfg.Auth.Keys[i].Digest] = k
 	}
 	return ring

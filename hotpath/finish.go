@@ -10,6 +10,7 @@ import (
 	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/tracing"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -33,8 +34,13 @@ type tracker struct {
 	// reqID, model and traceID own the bytes entry.RequestID, entry.Model
 	// and entry.TraceID point to.
 	reqID, model, traceID []byte
-	// names owns entry.Walked.
+	// span is the request's trace span (zero when not traced); parent owns
+	// the traceparent forwarded upstream in its place (see traced).
+	span   tracing.Span
+	parent []byte
+	// names owns entry.Walked; steps owns entry.Steps.
 	names []string
+	steps []telemetry.Step
 
 	// ends counts the two ends (Walk returned, stream ended) of a streamed
 	// request; streamRes and streamTook are StreamEnd's report.
@@ -56,6 +62,8 @@ func acquireTracker(g *Gateway, rc *fasthttp.RequestCtx, s router.Surface, sc *s
 	tr.model = append(tr.model[:0], sc.peek.Model...)
 	tr.traceID = append(tr.traceID[:0], upstream.TraceIDOf(sc.call.TraceParent)...)
 	tr.names = tr.names[:0]
+	clear(tr.steps) // drop target pointers of old configs
+	tr.steps = tr.steps[:0]
 	tr.ends.Store(0)
 	tr.entry = telemetry.Entry{
 		RequestID: tr.reqID,
@@ -68,7 +76,21 @@ func acquireTracker(g *Gateway, rc *fasthttp.RequestCtx, s router.Surface, sc *s
 	if len(tr.traceID) > 0 {
 		tr.entry.TraceID = tr.traceID
 	}
+	if g.Tracer != nil {
+		tr.traced(sc)
+	}
 	return tr
+}
+
+// traced starts the request's span; a recorded span's context replaces the
+// client's traceparent upstream, so the provider's spans hang under it.
+func (tr *tracker) traced(sc *scratch) {
+	c := &sc.call
+	tr.span = tr.g.Tracer.Start(tr.start, c.Surface, c.Model, c.TraceParent, c.TraceState)
+	if tr.span.Recording() {
+		tr.parent = tr.span.AppendTraceparent(tr.parent[:0])
+		c.TraceParent = tr.parent
+	}
 }
 
 // reached notes that the walk reached member t (a call or a skip); a retry
@@ -86,6 +108,10 @@ func (tr *tracker) reached(t *upstream.Target) {
 // Attempt implements upstream.Observer.
 func (tr *tracker) Attempt(t *upstream.Target, class upstream.Class, status int, took time.Duration) {
 	tr.reached(t)
+	tr.steps = append(tr.steps, telemetry.Step{Target: t, Class: class})
+	if tr.span.Recording() {
+		tr.span.Attempt(t, class, status, took, time.Now())
+	}
 	if o := tr.g.Observer; o != nil {
 		o.Attempt(t, class, status, took)
 	}
@@ -94,6 +120,8 @@ func (tr *tracker) Attempt(t *upstream.Target, class upstream.Class, status int,
 // Skip implements upstream.Observer.
 func (tr *tracker) Skip(t *upstream.Target, class upstream.Class) {
 	tr.reached(t)
+	tr.steps = append(tr.steps, telemetry.Step{Target: t, Class: class})
+	tr.span.Skip(t, class)
 	if o := tr.g.Observer; o != nil {
 		o.Skip(t, class)
 	}
@@ -112,6 +140,7 @@ func (tr *tracker) Panicked(v any, stack []byte) {
 
 // Failover implements upstream.Observer.
 func (tr *tracker) Failover(t *upstream.Target, class upstream.Class) {
+	tr.span.Failover(t, class)
 	if o := tr.g.Observer; o != nil {
 		o.Failover(t, class)
 	}
@@ -156,6 +185,7 @@ func (tr *tracker) done() {
 
 func (tr *tracker) fill(res upstream.Result) {
 	tr.entry.Walked = tr.names
+	tr.entry.Steps = tr.steps
 	if res.Target != nil {
 		tr.entry.Target = res.Target.Name
 	}
@@ -168,6 +198,9 @@ func (tr *tracker) fill(res upstream.Result) {
 }
 
 func (tr *tracker) emit() {
+	if tr.span.Recording() {
+		tr.span.End(&tr.entry, tr.start.Add(tr.entry.Latency))
+	}
 	if f := tr.g.Finished; f != nil {
 		f(&tr.entry)
 	}

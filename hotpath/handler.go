@@ -23,7 +23,7 @@ const (
 	headerMetadataLower = "x-gateway-metadata"
 )
 
-// route is one path of the HTTP surface (SPEC §3).
+// route is one path of the HTTP surface (README, HTTP surface and headers).
 type route uint8
 
 const (
@@ -242,6 +242,10 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 		return
 	}
+	if g.auditRefused(rc, s) {
+		g.finishKeyed(rc, s, telemetry.RuleNotRouted, nil, keyName(key))
+		return
+	}
 	sc := scratchPool.Get().(*scratch)
 	defer releaseScratch(sc)
 	sc.key = key
@@ -253,14 +257,16 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	// Walk. It writes the answer (proxied response or final error) into rc.
 	obs := g.Observer
 	var tr *tracker
-	if g.Finished != nil || g.Panicked != nil || sc.quota.Active() {
+	if g.Finished != nil || g.Panicked != nil || sc.quota.Active() || g.Tracer != nil {
 		tr = acquireTracker(g, rc, s, sc)
+		tr.entry.ConfigHash = st.Config.Hash
 		obs = tr
 	}
 	// rc.Time() is when fasthttp began this request (read once per request
 	// by fasthttp itself), so the timeout counts from then at no extra cost.
 	deadline := rc.Time().Add(st.requestTimeout)
 	res := upstream.Walk(rc, &sc.call, sc.cands, deadline, obs)
+	g.reportFenced(sc.key, &res)
 	if tr != nil {
 		tr.takeQuota(&sc.quota) // settled when the answer ends
 		tr.walkReturned(res)
@@ -313,7 +319,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		HasTools: p.HasTools,
 	}
 	// Metadata routes chat-like surfaces only; elsewhere the header is
-	// ignored, not even validated (SPEC §4.2). The body is checked first,
+	// ignored, not even validated (README, Routing 2). The body is checked first,
 	// so a request with both wrong hears about its body.
 	// It is read from the header section as received (h), and only once.
 	if s.ChatLike() {
@@ -362,7 +368,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		return false
 	}
 
-	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens}
+	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens, Fence: sc.key.fenceOf()}
 	sc.call.TraceParent, sc.call.TraceState = h.trace()
 	if sc.quota.Active() {
 		sc.call.Quota = &sc.quota

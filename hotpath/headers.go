@@ -1,6 +1,10 @@
 package hotpath
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
+)
 
 // The header section as received.
 //
@@ -47,18 +51,7 @@ func fieldValue(line []byte, name string) ([]byte, bool) {
 	if len(line) <= len(name) || line[len(name)] != ':' || !equalFoldLower(line[:len(name)], name) {
 		return nil, false
 	}
-	return trimOWS(line[len(name)+1:]), true
-}
-
-// trimOWS drops the spaces and tabs around b.
-func trimOWS(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
+	return byteconv.TrimOWS(line[len(name)+1:]), true
 }
 
 // equalFoldLower reports whether b equals lower, a lowercase ASCII string,

@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // The peek's JSON primitives: skipping values by their structure alone,
@@ -97,7 +99,7 @@ const shortString = 32
 
 // skipValue returns the index just past the value that starts at b[i],
 // nested base deep (its containers; 1 for a member of the body), checking
-// only what SPEC §4.1 asks of values the gateway does not route on:
+// only what README, Routing 1 asks of values the gateway does not route on:
 // strings terminated, brackets balanced, scalars well-formed.
 func skipValue(b []byte, i, base int) (int, error) {
 	switch b[i] {
@@ -260,17 +262,18 @@ func appendString(dst, s []byte) (_ []byte, ok bool) {
 			case 't':
 				dst = append(dst, '\t')
 			case 'u':
-				r, ok := hex4(s[i+2:])
-				if !ok {
+				h := byteconv.Hex4(s[i+2:])
+				if h < 0 {
 					return dst, false
 				}
+				r := rune(h)
 				if utf16.IsSurrogate(r) {
 					// Only a high surrogate followed by an escaped low one.
-					lo, ok := rune(0), false
+					lo := rune(-1)
 					if r < 0xDC00 && i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
-						lo, ok = hex4(s[i+8:])
+						lo = rune(byteconv.Hex4(s[i+8:]))
 					}
-					if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					if lo < 0xDC00 || lo > 0xDFFF {
 						return dst, false
 					}
 					r = utf16.DecodeRune(r, lo)
@@ -312,7 +315,7 @@ func validStringSyntax(s []byte) bool {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i++
 			case 'u':
-				if _, ok := hex4(s[i+2:]); !ok {
+				if byteconv.Hex4(s[i+2:]) < 0 {
 					return false
 				}
 				i += 5
@@ -322,28 +325,6 @@ func validStringSyntax(s []byte) bool {
 		}
 	}
 	return true
-}
-
-// hex4 decodes the four hex digits at the start of s.
-func hex4(s []byte) (rune, bool) {
-	if len(s) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }
 
 // maxKeyBytes bounds the raw key (between its quotes) that can still spell

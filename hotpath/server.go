@@ -12,7 +12,7 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// Server settings that are not configurable (SPEC §2 names listen,
+// Server settings that are not configurable (README, Configuration reference names listen,
 // max_request_bytes, request_timeout and shutdown_timeout; NewServer also
 // takes server.reduce_memory_usage).
 const (
@@ -25,7 +25,7 @@ const (
 	IdleTimeout = 120 * time.Second
 	// ReadBufferSize is the per-connection read buffer, which is also the
 	// largest request head fasthttp accepts. X-Gateway-Metadata alone may
-	// be 4096 bytes (SPEC §4.2), and clients send bearer tokens, cookies
+	// be 4096 bytes (README, Routing 2), and clients send bearer tokens, cookies
 	// and tracing headers besides, so the 4 KiB default is too small. Each
 	// idle keep-alive connection holds it, unless server.reduce_memory_usage
 	// is on (see NewServer).
@@ -34,7 +34,7 @@ const (
 	// client (a streamed one: each event, with the target's timeout).
 	ResponseWriteTimeout = 60 * time.Second
 	// FallbackMaxRequestBytes caps a body when no configuration is loaded
-	// (the SPEC §2 default, 10 MiB).
+	// (the README, Configuration reference default, 10 MiB).
 	FallbackMaxRequestBytes = config.DefaultMaxRequestBytes
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/tracing"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -31,7 +32,7 @@ type State struct {
 	ModelsBody []byte
 
 	// maxRequestBytes is Config.Server.MaxRequestBytes and requestTimeout
-	// is Config.Server.RequestTimeout, each replaced by the SPEC default
+	// is Config.Server.RequestTimeout, each replaced by the documented default
 	// when zero (a Config built by hand rather than loaded).
 	maxRequestBytes int
 	requestTimeout  time.Duration
@@ -77,6 +78,7 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 		if err != nil {
 			return nil, fmt.Errorf("hotpath: targets[%d]: %w", i, err)
 		}
+		t.Index, t.Residency = i, cfg.Targets[i].Residency
 		st.Targets[i] = t
 	}
 	st.ModelsBody = appendModels(nil, snap.Models(), snap.Created())
@@ -94,7 +96,7 @@ func lowerAll(ss []string) []string {
 	return out
 }
 
-// appendModels appends the /v1/models body (SPEC §5) to dst; data is never
+// appendModels appends the /v1/models body (README, Errors) to dst; data is never
 // null.
 func appendModels(dst []byte, models []router.ModelInfo, created int64) []byte {
 	dst = append(dst, `{"object":"list","data":[`...)
@@ -133,7 +135,7 @@ type Gateway struct {
 	Metrics func(rc *fasthttp.RequestCtx)
 	// Finished, when set, receives one record per answered request once
 	// its answer is complete: for the access log and the request counters
-	// (SPEC §6). Every answer gets exactly one record except a GET or HEAD
+	// (README, Metrics and logs). Every answer gets exactly one record except a GET or HEAD
 	// of the gateway's own endpoints (/v1/models, /healthz, /readyz,
 	// /metrics: probes and scrapes, neither logged nor counted) and a
 	// panic's 500 (see Panicked). It is called from the handler, from the
@@ -158,6 +160,17 @@ type Gateway struct {
 	// handler or a stream writer goroutine, and must not panic. nil = the
 	// panic is answered but not reported. Set before serving.
 	Panicked func(v any, stack []byte)
+	// Fenced, when set, hears of each walk the residency guard stopped
+	// (key and target names): by construction never, as the load-time
+	// proof refuses such configs. Set before serving.
+	Fenced func(key, target string)
+	// AuditBehind, when set, reports that the audit log cannot keep up:
+	// API requests are then refused 503 audit_unavailable after their key
+	// is checked. Set before serving.
+	AuditBehind func() bool
+	// Tracer, when set, traces each routed request (package tracing);
+	// nil = off, at no cost. Set before serving.
+	Tracer *tracing.Tracer
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get

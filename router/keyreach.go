@@ -2,8 +2,8 @@ package router
 
 import "strings"
 
-// Reach is one (rule, target, models) a client key's requests can reach.
-type Reach struct {
+// ModelReach is one (rule, target, models) a client key's requests can reach.
+type ModelReach struct {
 	// Rule is the condition whose chain holds Target, or -1 for the
 	// no-match fallback.
 	Rule int
@@ -21,14 +21,14 @@ type Reach struct {
 // that would always win is not subtracted), which is the safe side for a
 // check that every reachable target has something, such as a price.
 // Sorted by rule (fallback last), then chain order; no duplicates.
-func (s *Snapshot) KeyReach(k *KeySpec) []Reach {
+func (s *Snapshot) KeyReach(k *KeySpec) []ModelReach {
 	allow := patternsOf(k.Models)
-	var out []Reach
-	seen := map[Reach]bool{}
+	var out []ModelReach
+	seen := map[ModelReach]bool{}
 	add := func(rule int, chain []int, models []string) {
 		for _, t := range chain {
 			for _, m := range intersect(models, patternsOf(s.targets[t].Models)) {
-				r := Reach{Rule: rule, Target: t, Model: m}
+				r := ModelReach{Rule: rule, Target: t, Model: m}
 				if !seen[r] && s.servesSomeSurface(t) {
 					seen[r] = true
 					out = append(out, r)
@@ -59,15 +59,6 @@ func (s *Snapshot) KeyReach(k *KeySpec) []Reach {
 }
 
 func (s *Snapshot) servesSomeSurface(t int) bool { return s.targets[t].Surfaces != 0 }
-
-func boundValue(bound []Pair, field string) (string, bool) {
-	for i := range bound {
-		if string(bound[i].Key) == field {
-			return string(bound[i].Value), true
-		}
-	}
-	return "", false
-}
 
 // patternsOf returns a models list as patterns: nil (any model) is ["*"].
 func patternsOf(models []string) []string {

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// KeySpec is what routing needs to know of a client key (SPEC §7): the
+// KeySpec is what routing needs to know of a client key (README, Client keys): the
 // identity it binds and the models it may use. The caller builds a
 // Request for a key's client with Bind.
 type KeySpec struct {
@@ -21,6 +21,9 @@ type KeySpec struct {
 	// Models is the allow-list (exact ids and "prefix*" patterns); nil
 	// means any model.
 	Models []string
+	// Residency lists the labels of the targets the key's requests may
+	// reach; nil = unrestricted (see CheckResidency).
+	Residency []string
 }
 
 // ModelSet is a compiled list of exact model ids and "prefix*" patterns,
@@ -66,7 +69,7 @@ func boundEntry(bound []Pair, name []byte) bool {
 	return false
 }
 
-// ModelsFor returns the /v1/models list as key k's client sees it (SPEC §7):
+// ModelsFor returns the /v1/models list as key k's client sees it (README, Client keys):
 // the models a request carrying only that model, with k's bindings applied,
 // routes on some surface to a chain member serving it, restricted to k's
 // allow-list. The candidates are those of Models plus the exact ids of the

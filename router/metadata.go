@@ -6,9 +6,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
-// Limits on the X-Gateway-Metadata header (SPEC §4.2).
+// Limits on the X-Gateway-Metadata header (README, Routing 2).
 const (
 	// MaxMetadataBytes is the largest header value accepted, in bytes.
 	MaxMetadataBytes = 4096
@@ -16,7 +18,7 @@ const (
 	MaxMetadataEntries = 32
 )
 
-// MetadataParser parses X-Gateway-Metadata header values (SPEC §4.2) into
+// MetadataParser parses X-Gateway-Metadata header values (README, Routing 2) into
 // Pairs. After warm-up a successful Parse allocates nothing.
 //
 // The zero value is ready to use. A MetadataParser is not safe for concurrent
@@ -180,7 +182,7 @@ func checkSurrogates(b []byte) error {
 			i++ // skip the escaped byte (it may itself be a backslash)
 			continue
 		}
-		r := hex4(b[i+2 : i+6])
+		r := byteconv.Hex4(b[i+2 : i+6])
 		i += 5
 		switch {
 		case r >= 0xDC00 && r <= 0xDFFF:
@@ -190,7 +192,7 @@ func checkSurrogates(b []byte) error {
 			if i+6 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
 				return errLoneSurrogate
 			}
-			if lo := hex4(b[i+3 : i+7]); lo < 0xDC00 || lo > 0xDFFF {
+			if lo := byteconv.Hex4(b[i+3 : i+7]); lo < 0xDC00 || lo > 0xDFFF {
 				return errLoneSurrogate
 			}
 			i += 6
@@ -200,20 +202,3 @@ func checkSurrogates(b []byte) error {
 }
 
 var errLoneSurrogate = errors.New(`X-Gateway-Metadata: a \u escape encodes a lone UTF-16 surrogate`)
-
-// hex4 decodes four hex digits already checked by fastjson.Validate.
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b[:4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		}
-	}
-	return r
-}

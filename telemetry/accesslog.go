@@ -19,7 +19,7 @@ const (
 	MaxRequestIDBytes = 128
 )
 
-// Entry is what the access log records about one request (SPEC §6). It has
+// Entry is what the access log records about one request (README, Metrics and logs). It has
 // no field for headers, bodies or credentials on purpose: nothing secret
 // can reach an access line. The byte slices are read during Log only and
 // may be reused afterwards.
@@ -67,6 +67,17 @@ type Entry struct {
 	// target has a price for the model and usage was reported).
 	Spend    int64
 	HasSpend bool
+	// Steps are the walk's upstream calls and skips in order (for the
+	// audit log); nil = none. ConfigHash is the hash of the configuration
+	// that routed the request; "" when it was refused before the walk.
+	Steps      []Step
+	ConfigHash string
+}
+
+// Step is one upstream call or skip of a walk: the member and its class.
+type Step struct {
+	Target *upstream.Target
+	Class  upstream.Class
 }
 
 // RuleNotRouted is Entry.Rule for a request refused before it was routed:

@@ -14,7 +14,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// Class classifies the outcome of one attempt (SPEC §4.5, §4.7).
+// Class classifies the outcome of one attempt (README, Routing 5 and 7).
 type Class uint8
 
 // Classes. The zero value is ClassOK.
@@ -89,6 +89,14 @@ type Endpoint struct {
 	AWSAccessKeyID     string
 	AWSSecretAccessKey string
 	AWSSessionToken    string
+	// APIVersion is azure's azure_api_version: classic deployment URLs when
+	// set, the v1 API when "".
+	APIVersion string
+	// Project is vertex's Google Cloud project.
+	Project string
+	// Token supplies an OAuth 2.0 access token (azure with Entra ID client
+	// credentials, vertex); nil = none.
+	Token *TokenSource
 	// uris holds the adapter's fixed request URIs, parsed once (see
 	// prepareURIs); nil in an Endpoint built by hand: parsed per attempt.
 	uris endpointURIs
@@ -117,6 +125,8 @@ type Call struct {
 	// Quota checks each member's own limits as the walk reaches it; nil =
 	// none (README, Quotas).
 	Quota MemberQuota
+	// Fence is the client key's residency guard; nil admits every target.
+	Fence *Fence
 }
 
 // MemberQuota is a request's view of its chain members' own limits.
@@ -138,6 +148,22 @@ type surfaceAdapter interface {
 func adapterOfSurface(a Adapter, s router.Surface) Adapter {
 	if sa, ok := a.(surfaceAdapter); ok {
 		return sa.forSurface(s)
+	}
+	return a
+}
+
+// modelAdapter is an Adapter that serves some models through another
+// Adapter (vertex: Claude through rawPredict, others through its
+// OpenAI-compatible endpoint).
+type modelAdapter interface {
+	forModel(upstreamModel []byte) Adapter
+}
+
+// adapterOfModel returns the Adapter that speaks for upstreamModel when a
+// picks one by model, else a. Allocation-free.
+func adapterOfModel(a Adapter, upstreamModel []byte) Adapter {
+	if ma, ok := a.(modelAdapter); ok {
+		return ma.forModel(upstreamModel)
 	}
 	return a
 }

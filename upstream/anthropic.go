@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/internal/byteconv"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -64,14 +65,14 @@ func (anthropicAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Cal
 
 // anthropicRequestBody appends the Messages request for c to dst.
 func anthropicRequestBody(dst []byte, c *Call, model []byte) ([]byte, error) {
-	p := chatParsers.Get()
-	defer chatParsers.Put(p)
+	p := parserPool.Get()
+	defer parserPool.Put(p)
 	root, cp, err := parseChatRequest(p, c.Body)
 	if err != nil {
 		return dst, err
 	}
 	dst = append(dst, `{"model":`...)
-	dst = AppendJSONString(dst, b2s(model))
+	dst = AppendJSONString(dst, byteconv.String(model))
 	dst = append(dst, ',')
 	dst = cp.appendSampling(dst, `"max_tokens"`, `"top_p"`, `"stop_sequences"`)
 	if c.Stream {
@@ -187,8 +188,8 @@ func (anthropicBlocks) toolResult(dst []byte, id, text string) []byte {
 
 // TranslateResponse turns a Messages response into a chat.completion.
 func (anthropicAdapter) TranslateResponse(dst, body []byte, c *Call) ([]byte, error) {
-	p := chatParsers.Get()
-	defer chatParsers.Put(p)
+	p := parserPool.Get()
+	defer parserPool.Put(p)
 	v, err := p.ParseBytes(body)
 	if err != nil || v.Type() != fastjson.TypeObject {
 		return dst, errBadUpstreamBody
@@ -235,8 +236,8 @@ func anthropicUsage(u *fastjson.Value) usage {
 
 // ClassifyError reads Anthropic's {"type":"error","error":{"type","message"}}.
 func (anthropicAdapter) ClassifyError(status int, _ *fasthttp.ResponseHeader, body []byte) (Class, []byte) {
-	p := chatParsers.Get()
-	defer chatParsers.Put(p)
+	p := parserPool.Get()
+	defer parserPool.Put(p)
 	msg := ""
 	if v, err := p.ParseBytes(body); err == nil {
 		// msg views the parser's memory: used before the deferred Put.

@@ -12,18 +12,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // defaultMaxTokens is sent as the provider's required output-token limit
 // when the client set neither max_completion_tokens nor max_tokens.
 const defaultMaxTokens = 4096
 
-// chatParsers parses client bodies and upstream answers; a parsed value never
+// parserPool parses client bodies and upstream answers; a parsed value never
 // outlives the call that got the parser.
-var chatParsers fastjson.ParserPool
+var parserPool fastjson.ParserPool
 
 // RequestError is a client request the translating adapters cannot express
 // in the provider's protocol (malformed chat body, unsupported content part).
@@ -37,16 +38,13 @@ func badRequest(msg string) error { return &RequestError{Message: msg} }
 
 var errNotChat = badRequest("this provider serves only /v1/chat/completions")
 
-// b2s views b as a string without copying; the string must not outlive b.
-func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
 // jsonStr returns v's string value ("" and false when v is not a string).
 func jsonStr(v *fastjson.Value) (string, bool) {
 	if v == nil || v.Type() != fastjson.TypeString {
 		return "", false
 	}
 	b, _ := v.StringBytes()
-	return b2s(b), true
+	return byteconv.String(b), true
 }
 
 // appendJSONValue re-serializes a parsed value. Unlike fastjson's MarshalTo,
@@ -63,7 +61,7 @@ func appendJSONValue(dst []byte, v *fastjson.Value) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = AppendJSONString(dst, b2s(k))
+			dst = AppendJSONString(dst, byteconv.String(k))
 			dst = append(dst, ':')
 			dst = appendJSONValue(dst, vv)
 		})
@@ -140,7 +138,7 @@ func (w *completionWriter) begin(id string, model []byte) {
 	w.dst = append(w.dst, `,"object":"chat.completion","created":`...)
 	w.dst = strconv.AppendInt(w.dst, time.Now().Unix(), 10)
 	w.dst = append(w.dst, `,"model":`...)
-	w.dst = AppendJSONString(w.dst, b2s(model))
+	w.dst = AppendJSONString(w.dst, byteconv.String(model))
 	w.dst = append(w.dst, `,"choices":[{"index":0,"message":{"role":"assistant"`...)
 }
 
@@ -171,7 +169,7 @@ func (w *completionWriter) toolCall(id, name string, input *fastjson.Value) {
 func (w *completionWriter) writeContent() {
 	w.dst = append(w.dst, `,"content":`...)
 	if w.hasText {
-		w.dst = AppendJSONString(w.dst, b2s(w.text))
+		w.dst = AppendJSONString(w.dst, byteconv.String(w.text))
 	} else {
 		w.dst = append(w.dst, "null"...)
 	}
@@ -207,11 +205,11 @@ type chunkWriter struct {
 func newChunkWriter(c *Call) chunkWriter {
 	// The model is copied: the decoder outlives Walk, c.Model does not.
 	w := chunkWriter{created: time.Now().Unix(), model: append([]byte(nil), c.Model...)}
-	p := chatParsers.Get()
+	p := parserPool.Get()
 	if v, err := p.ParseBytes(c.Body); err == nil {
 		w.includeUsage = v.GetBool("stream_options", "include_usage")
 	}
-	chatParsers.Put(p)
+	parserPool.Put(p)
 	return w
 }
 
@@ -222,7 +220,7 @@ func (w *chunkWriter) head(dst []byte) []byte {
 	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
 	dst = strconv.AppendInt(dst, w.created, 10)
 	dst = append(dst, `,"model":`...)
-	return AppendJSONString(dst, b2s(w.model))
+	return AppendJSONString(dst, byteconv.String(w.model))
 }
 
 // open appends the frame prefix up to the delta's contents.
@@ -319,7 +317,7 @@ const maxToolBlocks = 1024
 // frame that carries content (text, a tool call, the finish, the end). The
 // walk commits a stream at the first frame Next returns, so an error
 // before any content is returned with no frame and stays failover-safe
-// (SPEC §4.6). Not safe for concurrent use.
+// (README, Routing 6). Not safe for concurrent use.
 type chatStream struct {
 	cw    chunkWriter
 	tools []int16 // content block index → tool call index, -1 = not a tool

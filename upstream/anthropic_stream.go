@@ -45,8 +45,8 @@ func (d *anthropicStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 
 // event translates one event's data into zero or more frames.
 func (d *anthropicStream) event(dst, data []byte) ([]byte, error) {
-	p := chatParsers.Get()
-	defer chatParsers.Put(p)
+	p := parserPool.Get()
+	defer parserPool.Put(p)
 	v, err := p.ParseBytes(data)
 	if err != nil {
 		return dst, malformedEvent()

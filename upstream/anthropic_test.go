@@ -471,7 +471,7 @@ func TestAdaptersRegistered(t *testing.T) {
 
 // The role chunk of message_start is held back until the first frame with
 // content, so that an error before any content reaches the walk from the
-// first Next with no frame (before the commit: failover-safe, SPEC §4.6).
+// first Next with no frame (before the commit: failover-safe, README, Routing 6).
 // Events without content (ping, an empty text block) keep it held; dst's
 // earlier bytes are never touched.
 func TestAnthropicStreamHoldsRoleUntilContent(t *testing.T) {

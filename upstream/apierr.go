@@ -2,7 +2,7 @@ package upstream
 
 import "unicode/utf8"
 
-// Error types and codes of the OpenAI error envelope (SPEC §5).
+// Error types and codes of the OpenAI error envelope (README, Errors).
 const (
 	TypeInvalidRequest = "invalid_request_error"
 	TypeUpstream       = "upstream_error"

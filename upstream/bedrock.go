@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/internal/byteconv"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -118,7 +119,7 @@ func appendModelSegment(dst, id []byte) []byte {
 // content type and length) and the resulting headers are copied over.
 func (a bedrockAdapter) sign(req *fasthttp.Request, ep *Endpoint, body []byte) error {
 	u := req.URI()
-	path, err := url.PathUnescape(b2s(u.PathOriginal()))
+	path, err := url.PathUnescape(byteconv.String(u.PathOriginal()))
 	if err != nil {
 		return err
 	}
@@ -171,8 +172,8 @@ func regionFromHost(host string) string {
 // bedrockRequestBody appends the Converse request for c to dst (the model
 // id is in the path, not the body).
 func bedrockRequestBody(dst []byte, c *Call) ([]byte, error) {
-	p := chatParsers.Get()
-	defer chatParsers.Put(p)
+	p := parserPool.Get()
+	defer parserPool.Put(p)
 	root, cp, err := parseChatRequest(p, c.Body)
 	if err != nil {
 		return dst, err
@@ -284,8 +285,8 @@ func (bedrockBlocks) toolResult(dst []byte, id, text string) []byte {
 
 // TranslateResponse turns a Converse response into a chat.completion.
 func (bedrockAdapter) TranslateResponse(dst, body []byte, c *Call) ([]byte, error) {
-	p := chatParsers.Get()
-	defer chatParsers.Put(p)
+	p := parserPool.Get()
+	defer parserPool.Put(p)
 	v, err := p.ParseBytes(body)
 	if err != nil || v.Type() != fastjson.TypeObject {
 		return dst, errBadUpstreamBody
@@ -327,11 +328,11 @@ func bedrockUsage(u *fastjson.Value) usage {
 // ClassifyError reads the error type from the x-amzn-ErrorType header (or
 // the body's __type) and the message from the body.
 func (bedrockAdapter) ClassifyError(status int, h *fasthttp.ResponseHeader, body []byte) (Class, []byte) {
-	p := chatParsers.Get()
-	defer chatParsers.Put(p)
+	p := parserPool.Get()
+	defer parserPool.Put(p)
 	var typ, msg string
 	if h != nil {
-		typ = b2s(h.Peek("X-Amzn-Errortype"))
+		typ = byteconv.String(h.Peek("X-Amzn-Errortype"))
 	}
 	if v, err := p.ParseBytes(body); err == nil {
 		if typ == "" {

@@ -120,8 +120,8 @@ func (d *bedrockStream) message(dst []byte, m *eventstream.Message) ([]byte, err
 	default:
 		return dst, nil
 	}
-	p := chatParsers.Get()
-	defer chatParsers.Put(p)
+	p := parserPool.Get()
+	defer parserPool.Put(p)
 	v, err := p.ParseBytes(m.Payload)
 	if err != nil {
 		return dst, malformedEvent()
@@ -184,8 +184,8 @@ func bedrockStreamStatus(typ string) int {
 }
 
 func (d *bedrockStream) exception(typ string, payload []byte) *StreamError {
-	p := chatParsers.Get()
-	defer chatParsers.Put(p)
+	p := parserPool.Get()
+	defer parserPool.Put(p)
 	msg := ""
 	if v, err := p.ParseBytes(payload); err == nil {
 		if msg, _ = jsonStr(v.Get("message")); msg == "" {

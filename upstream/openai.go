@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
 
+	"github.com/switchyard/switchyard/internal/byteconv"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -117,7 +118,7 @@ func (openAIAdapter) ClassifyError(status int, _ *fasthttp.ResponseHeader, body 
 	return class, AppendError(nil, msg, typ, code)
 }
 
-// classifyStatus maps a non-2xx HTTP status to its class (SPEC §4.5).
+// classifyStatus maps a non-2xx HTTP status to its class (README, Routing 5).
 func classifyStatus(status int) Class {
 	switch {
 	case status == fasthttp.StatusRequestTimeout || status >= 500:
@@ -149,8 +150,6 @@ func (openAIAdapter) NewStream(c *Call) StreamDecoder {
 	*d = sseDecoder{}
 	return d
 }
-
-var parserPool fastjson.ParserPool
 
 // RewriteModel appends body to dst with the value of every top-level
 // "model" key replaced by the JSON string model; every other byte is kept.
@@ -188,7 +187,7 @@ func RewriteModel(dst, body, model []byte) ([]byte, error) {
 		}
 		if isStr && keyIsModel(key) {
 			dst = append(dst, body[last:vs]...)
-			dst = AppendJSONString(dst, bytesString(model))
+			dst = AppendJSONString(dst, byteconv.String(model))
 			last = s.i
 			found = true
 		}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // chatParams are the scalar request fields both providers take.
@@ -229,7 +231,7 @@ func contentText(v *fastjson.Value) (string, error) {
 		}
 		joined = append(joined, s...)
 	}
-	return b2s(joined), nil
+	return byteconv.String(joined), nil
 }
 
 // imageRef is an image_url part: either inline (mediaType + base64 data) or
@@ -309,8 +311,8 @@ func appendSystem(dst []byte, msgs []*fastjson.Value, d blockDialect) ([]byte, e
 // or result.
 func appendMessages(dst []byte, msgs []*fastjson.Value, d blockDialect) ([]byte, bool, error) {
 	w := msgWriter{dst: append(dst, `,"messages":[`...), d: d}
-	argParser := chatParsers.Get()
-	defer chatParsers.Put(argParser)
+	argParser := parserPool.Get()
+	defer parserPool.Put(argParser)
 	for _, m := range msgs {
 		var err error
 		switch role, _ := jsonStr(m.Get("role")); role {

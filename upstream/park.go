@@ -3,9 +3,11 @@ package upstream
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
-// Park holds a target out of rotation after a 429 (SPEC §4.8). It stores
+// Park holds a target out of rotation after a 429 (README, Routing 8). It stores
 // one deadline; being parked is "now is before the deadline", checked
 // lazily, with no timer. The zero Park is not parked. Safe for concurrent
 // use; Parked is one atomic load and allocates nothing.
@@ -36,7 +38,7 @@ func (p *Park) Remaining(now time.Time) time.Duration {
 	return max(time.Duration(p.until.Load()-now.UnixNano()), 0)
 }
 
-// Park durations (SPEC §4.8).
+// Park durations (README, Routing 8).
 const (
 	// MaxPark caps a park taken from Retry-After.
 	MaxPark = 60 * time.Second
@@ -51,7 +53,7 @@ const (
 // obsolete RFC 850 and asctime forms). A date in the past gives 0. ok is
 // false when v is empty or not one of these forms. The result is not capped.
 func ParseRetryAfter(v []byte, now time.Time) (d time.Duration, ok bool) {
-	v = trimSpace(v)
+	v = byteconv.TrimOWS(v)
 	if len(v) == 0 {
 		return 0, false
 	}
@@ -90,14 +92,4 @@ func ParkDuration(v []byte, now time.Time) time.Duration {
 		return DefaultPark
 	}
 	return min(d, MaxPark)
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
@@ -44,7 +43,7 @@ const (
 // Pool keeps the mutable per-target state — HostClient (with its keep-alive
 // connections), Breaker, Park and Limiter — keyed by target identity:
 // provider, base URL and a SHA-256 of the credentials. A reload that keeps
-// a target's identity keeps its state (SPEC §4.9), whatever its name.
+// a target's identity keeps its state (README, Routing 9), whatever its name.
 // Targets of one config that share an identity share that state (they are
 // the same upstream deployment); their settings should agree, else the one
 // built last wins. Safe for concurrent use.
@@ -66,6 +65,8 @@ type targetState struct {
 	breaker Breaker
 	park    Park
 	limiter Limiter
+	// tokens is the identity's OAuth token source; nil = none.
+	tokens *TokenSource
 
 	// Under Pool.mu: the settings the current client was built with.
 	maxConns int
@@ -80,7 +81,9 @@ func NewPool() *Pool {
 // every credential field, so the key itself never holds a secret.
 func identity(ct *config.Target) string {
 	h := sha256.New()
-	for _, s := range [...]string{ct.APIKey, ct.Region, ct.AWSAccessKeyID, ct.AWSSecretAccessKey, ct.AWSSessionToken} {
+	for _, s := range [...]string{ct.APIKey, ct.Region, ct.AWSAccessKeyID, ct.AWSSecretAccessKey, ct.AWSSessionToken,
+		ct.AzureAPIVersion, ct.AzureTenantID, ct.AzureClientID, ct.AzureClientSecret, ct.AzureAuthority,
+		ct.Project, string(ct.ServiceAccountKey)} {
 		fmt.Fprintf(h, "%d:%s;", len(s), s) // length-prefixed: no ambiguity between fields
 	}
 	return ct.Provider + " " + strings.TrimRight(ct.BaseURL, "/") + " " + hex.EncodeToString(h.Sum(nil)[:16])
@@ -122,6 +125,8 @@ func (p *Pool) Target(ct *config.Target) (*Target, error) {
 			AWSAccessKeyID:     ct.AWSAccessKeyID,
 			AWSSecretAccessKey: ct.AWSSecretAccessKey,
 			AWSSessionToken:    ct.AWSSessionToken,
+			APIVersion:         ct.AzureAPIVersion,
+			Project:            ct.Project,
 		},
 		Adapter:  ad,
 		ModelMap: cloneMap(ct.ModelMap),
@@ -152,8 +157,10 @@ func (p *Pool) Target(ct *config.Target) (*Target, error) {
 	if st == nil {
 		st = &targetState{id: id}
 		st.breaker.word.Store(1 << 2)
+		st.tokens = newTokenSource(ct, t.secrets)
 		p.states[id] = st
 	}
+	t.Endpoint.Token = st.tokens
 	st.breaker.Update(bs)
 	st.limiter.Resize(maxConc, ct.Concurrency.QueueSize)
 	if st.client.Load() == nil || st.maxConns != maxConc {
@@ -179,6 +186,9 @@ func (p *Pool) Retain(ts []*Target) {
 		if !keep[st] {
 			delete(p.states, id)
 			st.client.Load().CloseIdleConnections()
+			if st.tokens != nil {
+				st.tokens.Stop()
+			}
 		}
 	}
 }
@@ -307,10 +317,3 @@ func adapterFor(provider string) (Adapter, error) {
 	}
 	return nil, fmt.Errorf("provider %q not built", provider)
 }
-
-// stringBytes returns the bytes of s without copying; they must not be modified.
-func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
-
-// bytesString returns b as a string without copying; b must not change
-// while the string is in use.
-func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

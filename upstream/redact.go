@@ -3,6 +3,8 @@ package upstream
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // redactedSecret replaces a target's credential in bytes headed to a client.
@@ -13,9 +15,9 @@ var redactedSecret = []byte("[REDACTED]")
 // replacing it would mangle ordinary text.
 const minSecretLen = 8
 
-// maxSecrets is how many credentials an Endpoint holds (api_key and the
-// three AWS values).
-const maxSecrets = 4
+// maxSecrets is how many credentials a target redacts: api_key, the three
+// AWS values, and an OAuth access token with the one it replaced.
+const maxSecrets = 6
 
 // secret is one credential to redact and the set of its bytes.
 type secret struct {
@@ -35,18 +37,32 @@ func (s *byteSet) holds(c byte) bool { return s[c>>6]&(1<<(c&63)) != 0 }
 // minSecretLen bytes, at most maxSecrets.
 func secretsOf(e *Endpoint) []secret {
 	var out []secret
-	for _, v := range [maxSecrets]string{e.APIKey, e.AWSAccessKeyID, e.AWSSecretAccessKey, e.AWSSessionToken} {
-		if len(v) < minSecretLen {
-			continue
-		}
-		s := secret{value: []byte(v)}
-		for i := range len(v) {
-			c := min(v[i], utf8.RuneSelf) // any non-ASCII byte as one
-			s.bytes[c>>6] |= 1 << (c & 63)
-		}
-		out = append(out, s)
+	for _, v := range [...]string{e.APIKey, e.AWSAccessKeyID, e.AWSSecretAccessKey, e.AWSSessionToken} {
+		out = appendSecret(out, v)
 	}
 	return out
+}
+
+// appendSecret appends v to ss when it is long enough to be a secret.
+func appendSecret(ss []secret, v string) []secret {
+	if len(v) < minSecretLen || len(ss) == maxSecrets {
+		return ss
+	}
+	s := secret{value: []byte(v)}
+	for i := range len(v) {
+		c := min(v[i], utf8.RuneSelf) // any non-ASCII byte as one
+		s.bytes[c>>6] |= 1 << (c & 63)
+	}
+	return append(ss, s)
+}
+
+// secretList returns the credentials to redact now: the static ones, and
+// the current and previous access tokens of a token source.
+func (t *Target) secretList() []secret {
+	if ts := t.Endpoint.Token; ts != nil {
+		return *ts.secrets.Load()
+	}
+	return t.secrets
 }
 
 // redact replaces every occurrence of t's credentials in b with
@@ -56,7 +72,8 @@ func secretsOf(e *Endpoint) []secret {
 // as \/: an upstream may quote the key it received in an error message,
 // and a client's JSON decoder would restore it.
 func (t *Target) redact(b []byte) []byte {
-	if len(t.secrets) == 0 {
+	secrets := t.secretList()
+	if len(secrets) == 0 {
 		return b
 	}
 	// Fast path: without a backslash nothing is escaped, and only the
@@ -65,8 +82,8 @@ func (t *Target) redact(b []byte) []byte {
 	escaped := false
 	if bytes.IndexByte(b, '\\') >= 0 {
 		var held byteSet
-		for i := range t.secrets {
-			for w, bits := range t.secrets[i].bytes {
+		for i := range secrets {
+			for w, bits := range secrets[i].bytes {
 				held[w] |= bits
 			}
 		}
@@ -74,10 +91,10 @@ func (t *Target) redact(b []byte) []byte {
 		escaped = q >= 0
 	}
 	var next [maxSecrets]span
-	for i := range t.secrets {
-		next[i] = findSecret(b, 0, &t.secrets[i], escaped)
+	for i := range secrets {
+		next[i] = findSecret(b, 0, &secrets[i], escaped)
 	}
-	m := earliest(next[:len(t.secrets)])
+	m := earliest(next[:len(secrets)])
 	if m.start < 0 {
 		return b
 	}
@@ -85,13 +102,13 @@ func (t *Target) redact(b []byte) []byte {
 	// len(redactedSecret)-minSecretLen, so this capacity is never outgrown.
 	out := make([]byte, 0, len(b)+len(b)/minSecretLen*(len(redactedSecret)-minSecretLen))
 	from := 0
-	for ; m.start >= 0; m = earliest(next[:len(t.secrets)]) {
+	for ; m.start >= 0; m = earliest(next[:len(secrets)]) {
 		out = append(out, b[from:m.start]...)
 		out = append(out, redactedSecret...)
 		from = m.end
-		for i := range t.secrets {
+		for i := range secrets {
 			if next[i].start >= 0 && next[i].start < from {
-				next[i] = findSecret(b, from, &t.secrets[i], escaped)
+				next[i] = findSecret(b, from, &secrets[i], escaped)
 			}
 		}
 	}
@@ -189,7 +206,7 @@ func escapeHead(b []byte) (c byte, width int) {
 	}
 	switch b[1] {
 	case 'u':
-		r := hex4(b[2:])
+		r := byteconv.Hex4(b[2:])
 		switch {
 		case r < 0:
 			return '\\', 1
@@ -257,7 +274,7 @@ func decodeEscape(b []byte) (enc [utf8.UTFMax]byte, n, width int) {
 	case 't':
 		enc[0] = '\t'
 	case 'u':
-		r := hex4(b[2:])
+		r := byteconv.Hex4(b[2:])
 		if r < 0 {
 			return enc, 0, 0
 		}
@@ -267,7 +284,7 @@ func decodeEscape(b []byte) (enc [utf8.UTFMax]byte, n, width int) {
 		}
 		width = 6
 		if 0xD800 <= r && r < 0xDC00 && len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
-			if lo := hex4(b[8:]); 0xDC00 <= lo && lo < 0xE000 {
+			if lo := byteconv.Hex4(b[8:]); 0xDC00 <= lo && lo < 0xE000 {
 				r, width = 0x10000+(r-0xD800)<<10+(lo-0xDC00), 12
 			}
 		}
@@ -277,33 +294,3 @@ func decodeEscape(b []byte) (enc [utf8.UTFMax]byte, n, width int) {
 	}
 	return enc, 1, 2
 }
-
-// hex4 returns the value of the four hex digits (either case) at the
-// start of b, or -1.
-func hex4(b []byte) int {
-	if len(b) < 4 {
-		return -1
-	}
-	d0, d1, d2, d3 := unhex[b[0]], unhex[b[1]], unhex[b[2]], unhex[b[3]]
-	if d0|d1|d2|d3 < 0 {
-		return -1
-	}
-	return int(d0)<<12 | int(d1)<<8 | int(d2)<<4 | int(d3)
-}
-
-// unhex maps a hex digit (either case) to its value, any other byte to -1.
-var unhex = func() (t [256]int8) {
-	for c := range t {
-		switch {
-		case '0' <= c && c <= '9':
-			t[c] = int8(c - '0')
-		case 'a' <= c && c <= 'f':
-			t[c] = int8(c - 'a' + 10)
-		case 'A' <= c && c <= 'F':
-			t[c] = int8(c - 'A' + 10)
-		default:
-			t[c] = -1
-		}
-	}
-	return t
-}()

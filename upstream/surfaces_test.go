@@ -194,7 +194,7 @@ func TestMessagesFailuresNonStream(t *testing.T) {
 	}
 }
 
-// The walk's final errors on messages are Anthropic-shaped with SPEC §5's
+// The walk's final errors on messages are Anthropic-shaped with README, Errors's
 // status.
 func TestMessagesWalkErrorsAnthropicShaped(t *testing.T) {
 	h := newHarness(t)

@@ -4,13 +4,15 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // Target is one runtime target, built by Pool.Target from a config.Target.
 // Its exported fields are immutable after construction and safe to read
 // concurrently; its resilience state (breaker, park, limiter, HostClient)
 // is shared with every other Target of the same identity in the same Pool,
-// including Targets built from earlier configs (SPEC §4.9).
+// including Targets built from earlier configs (README, Routing 9).
 type Target struct {
 	// Name is the target's virtual_key.
 	Name string
@@ -27,6 +29,11 @@ type Target struct {
 	Timeout time.Duration
 	// Retry is the member's retry policy.
 	Retry RetryPolicy
+	// Index is the target's position in its configuration's targets (the
+	// bit Call.Fence checks); Residency its residency label, "" = none.
+	// Set by the State that owns the Target.
+	Index     int
+	Residency string
 
 	state *targetState
 	// secrets are the credentials redacted from client-bound bytes (see
@@ -41,7 +48,7 @@ type RetryPolicy struct {
 	// OnStatusCodes, when non-empty, replaces the default retryable status
 	// set (408, 5xx). Transport errors and timeouts always retry. A 429 is
 	// never retried on the same member, listed or not: it parks the target
-	// (SPEC §4.8) and the walk moves on, so SPEC §2's "429" in the default
+	// (README, Routing 8) and the walk moves on, so README, Configuration reference's "429" in the default
 	// set has no effect by design.
 	OnStatusCodes []int
 	// InitialBackoff is the first backoff ceiling; it doubles per retry and
@@ -69,7 +76,7 @@ func (r *RetryPolicy) RetryableStatus(code int) bool {
 func (t *Target) UpstreamModel(model []byte) []byte {
 	if t.ModelMap != nil {
 		if m, ok := t.ModelMap[string(model)]; ok {
-			return stringBytes(m)
+			return byteconv.Bytes(m)
 		}
 	}
 	return model

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
-// Response headers set by Walk on every proxied response (SPEC §3). The hot
+// Response headers set by Walk on every proxied response (README, HTTP surface and headers). The hot
 // path sets X-Gateway-Rule and X-Request-Id itself.
 const (
 	HeaderTarget   = "X-Gateway-Target"
@@ -53,6 +55,9 @@ type Result struct {
 	// usage event, reported to Observer.StreamEnd of a stream that ended
 	// ClassOK). The zero value: none reported.
 	Usage Usage
+	// Fenced is true when the residency guard (Call.Fence) stopped the
+	// walk before calling Target: answered 500 internal_error.
+	Fenced bool
 }
 
 // Observer receives the events of a walk, for metrics and logs. Methods
@@ -93,7 +98,7 @@ func (NopObserver) Failover(*Target, Class) {}
 func (NopObserver) StreamEnd(Result, time.Duration) {}
 
 // Walk sends call to the members of chain in order and writes the final
-// answer — success, the upstream's own 4xx, or the SPEC §5 error — into
+// answer — success, the upstream's own 4xx, or the README, Errors error — into
 // rc's response, with the X-Gateway-Target/-Provider/-Model/-Attempts
 // headers. chain must already hold only the candidates that serve the model
 // and surface (the rule's members, in order): Walk never calls anything
@@ -245,6 +250,9 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 // the answer written (a success or a committed stream); false when
 // w.last holds the member's failure.
 func (w *walk) member(t *Target) bool {
+	if !w.call.Fence.Admits(t.Index) {
+		return w.fenced(t) // the residency guard: never called
+	}
 	now := w.now
 	if !now.Before(w.deadline) {
 		w.last = outcome{class: ClassTimeout}
@@ -394,9 +402,17 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		}
 	}()
 	model := t.UpstreamModel(w.call.Model)
-	ad := adapterOfSurface(t.Adapter, w.call.Surface)
+	ad := adapterOfModel(adapterOfSurface(t.Adapter, w.call.Surface), model)
 	if err := ad.BuildRequest(req, &t.Endpoint, w.call, model); err != nil {
 		fasthttp.ReleaseRequest(req)
+		if err == ErrNoToken {
+			// No access token: a transport failure of this target.
+			t0 := w.now
+			w.now = w.clk.now() // the first fetch may have been waited for
+			o = outcome{class: ClassTransport}
+			w.done(t, ticket, o, t0)
+			return o, false
+		}
 		// Not an upstream call: the request cannot be expressed for this
 		// provider. A client error, neutral for the breaker.
 		w.pending = false
@@ -574,8 +590,8 @@ func errClass(err error) Class {
 // headers sets the X-Gateway-* response headers for the last member.
 func (w *walk) headers(t *Target) {
 	h := &w.rc.Response.Header
-	h.SetCanonical(headerTarget, stringBytes(t.Name))
-	h.SetCanonical(headerProvider, stringBytes(t.Provider))
+	h.SetCanonical(headerTarget, byteconv.Bytes(t.Name))
+	h.SetCanonical(headerProvider, byteconv.Bytes(t.Provider))
 	setModelHeader(h, t.UpstreamModel(w.call.Model))
 	var buf [20]byte
 	h.SetCanonical(headerAttempts, strconv.AppendInt(buf[:0], int64(w.res.Attempts), 10))
@@ -603,7 +619,7 @@ func setModelHeader(h *fasthttp.ResponseHeader, model []byte) {
 	h.SetCanonical(headerModel, model)
 }
 
-// fail writes the final error of a walk that found no answer (SPEC §5), in
+// fail writes the final error of a walk that found no answer (README, Errors), in
 // the envelope of the call's surface.
 func (w *walk) fail() {
 	o := w.last

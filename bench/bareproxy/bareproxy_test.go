@@ -141,3 +141,32 @@ func TestUpstreamDownIs502(t *testing.T) {
 		t.Fatalf("%d %q %v", code, body, err)
 	}
 }
+
+// TestIsStreamLooksAtTheEdgesOnly: the flag is found before or after a
+// large messages array and from an Accept header; one buried in the middle
+// of a large body is not looked for (the body is never scanned whole).
+func TestIsStreamLooksAtTheEdgesOnly(t *testing.T) {
+	big := strings.Repeat(`{"role":"user","content":"hello"},`, 4000)
+	cases := []struct {
+		accept, body string
+		want         bool
+	}{
+		{"", `{"model":"m","stream":true,"messages":[]}`, true},
+		{"", `{"model":"m","messages":[` + big + `{}],"stream": true}`, true},
+		{"", `{"stream":true,"model":"m","messages":[` + big + `{}]}`, true},
+		{"", `{"model":"m","messages":[` + big + `{}],"stream":false}`, false},
+		{"", `{"model":"m","messages":[` + big + `{"stream":true}` + big + `{}]}`, false},
+		{"text/event-stream", `{"model":"m","messages":[]}`, true},
+		{"application/json", `{"model":"m","messages":[]}`, false},
+	}
+	for i, c := range cases {
+		var req fasthttp.Request
+		if c.accept != "" {
+			req.Header.Set("Accept", c.accept)
+		}
+		req.SetBodyString(c.body)
+		if got := isStream(&req); got != c.want {
+			t.Errorf("case %d: isStream = %v, want %v", i, got, c.want)
+		}
+	}
+}

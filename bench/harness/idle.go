@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,14 +20,6 @@ import (
 type IdleConns struct {
 	mu    sync.Mutex
 	conns []net.Conn
-}
-
-// OpenIdle opens n connections to addr, sends "GET path" on each and reads
-// the response (any status), leaving the connection open and idle. It uses
-// parallel dialers. On error the connections opened so far stay held (Close
-// them).
-func OpenIdle(ctx context.Context, addr, path string, n, parallel int) (*IdleConns, error) {
-	return OpenIdleRequest(ctx, addr, []byte("GET "+path+" HTTP/1.1\r\nHost: "+addr+"\r\nUser-Agent: switchyard-bench\r\n\r\n"), n, parallel)
 }
 
 // PostRequest is the raw HTTP/1.1 request "POST path" with a JSON body and
@@ -45,8 +36,10 @@ func PostRequest(addr, path string, body []byte, hdr ...string) []byte {
 	return []byte(b.String())
 }
 
-// OpenIdleRequest is OpenIdle sending the raw HTTP/1.1 request req (see
-// PostRequest) on each connection.
+// OpenIdleRequest opens n connections to addr with parallel dialers, sends
+// the raw HTTP/1.1 request req (see PostRequest) on each and reads the
+// response (any status), leaving the connection open and idle. On error the
+// connections opened so far stay held (Close them).
 func OpenIdleRequest(ctx context.Context, addr string, req []byte, n, parallel int) (*IdleConns, error) {
 	ic := &IdleConns{conns: make([]net.Conn, 0, n)}
 	jobs := make(chan struct{})
@@ -148,22 +141,6 @@ func (ic *IdleConns) Alive() int {
 	}
 	wg.Wait()
 	return int(alive.Load())
-}
-
-// CountSockets is the number of sockets process pid has open.
-func CountSockets(pid int) (int, error) {
-	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, e := range ents {
-		if t, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasPrefix(t, "socket:") {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // Close closes every held connection.

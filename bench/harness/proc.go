@@ -206,56 +206,17 @@ func CPUSeconds(pid int) (float64, error) {
 // MemStatus returns a field of /proc/PID/status in bytes, e.g. "VmHWM"
 // (peak resident set) or "VmRSS" (current).
 func MemStatus(pid int, field string) (int64, error) {
-	v, err := MemStatuses(pid, field)
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, err
 	}
-	return v[0], nil
-}
-
-// MemStatuses returns fields of /proc/PID/status in bytes, read at once
-// so they describe the same moment: e.g. "VmRSS", "RssAnon", "RssFile"
-// (VmRSS is RssAnon + RssFile + RssShmem). Every field must be present.
-func MemStatuses(pid int, fields ...string) ([]int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return nil, err
-	}
-	v, err := parseStatus(string(b), fields)
-	if err != nil {
-		return nil, fmt.Errorf("%w in /proc/%d/status", err, pid)
-	}
-	return v, nil
-}
-
-// parseStatus reads "Name:   123 kB" lines of a /proc/PID/status text and
-// returns the named fields in bytes, in the order asked.
-func parseStatus(status string, fields []string) ([]int64, error) {
-	out := make([]int64, len(fields))
-	found := make([]bool, len(fields))
-	for _, line := range strings.Split(status, "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		for i, f := range fields {
-			if k != f {
-				continue
-			}
-			v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("harness: %s: %q", f, v)
-			}
-			out[i], found[i] = n<<10, true
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == field {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n << 10, err
 		}
 	}
-	for i, f := range fields {
-		if !found[i] {
-			return nil, fmt.Errorf("harness: no %s", f)
-		}
-	}
-	return out, nil
+	return 0, fmt.Errorf("harness: no %s in /proc/%d/status", field, pid)
 }
 
 // startPinned starts cmd with the CPU affinity cpus (nil: inherited). The
@@ -337,4 +298,47 @@ func RaiseFileLimit() (uint64, error) {
 		return 0, err
 	}
 	return rl.Cur, nil
+}
+
+// Counts are per-process event counts that do not depend on how busy the
+// machine is: read and write system calls (/proc/PID/io syscr, syscw:
+// read(2) and write(2) and their vector forms, EAGAIN included; not
+// recvfrom or sendto) and context switches summed over the threads
+// (/proc/PID/task/*/status, voluntary and not).
+type Counts struct{ Reads, Writes, CtxSwitches int64 }
+
+// ReadCounts reads pid's Counts.
+func ReadCounts(pid int) (Counts, error) {
+	var c Counts
+	dir := "/proc/" + strconv.Itoa(pid)
+	io, err := os.ReadFile(dir + "/io")
+	if err != nil {
+		return c, err
+	}
+	for line := range strings.SplitSeq(string(io), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		switch k {
+		case "syscr":
+			c.Reads, _ = strconv.ParseInt(v, 10, 64)
+		case "syscw":
+			c.Writes, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return c, err
+	}
+	for _, t := range tasks {
+		st, err := os.ReadFile(dir + "/task/" + t.Name() + "/status")
+		if err != nil {
+			continue // the thread exited
+		}
+		for line := range strings.SplitSeq(string(st), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				c.CtxSwitches += n
+			}
+		}
+	}
+	return c, nil
 }

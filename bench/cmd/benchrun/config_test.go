@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/switchyard/switchyard/config"
@@ -62,5 +66,29 @@ func TestGeneratedConfigsLoad(t *testing.T) {
 	if len(chain) != 2 || chain[0] != "primary" || chain[1] != "secondary" ||
 		c.Targets[0].CircuitBreaker.FailureThreshold != 1_000_000_000 || c.Targets[1].CircuitBreaker.FailureThreshold != config.DefaultFailureThreshold {
 		t.Fatalf("failover config: chain %v, thresholds %d %d", chain, c.Targets[0].CircuitBreaker.FailureThreshold, c.Targets[1].CircuitBreaker.FailureThreshold)
+	}
+}
+
+// TestConfigNotAcceptedSkips: a binary that refuses a row's config (a
+// feature not merged yet) makes that row's start fail with "config not
+// accepted" and the validator's message, never start the process.
+func TestConfigNotAcceptedSkips(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "switchyard")
+	script := "#!/bin/sh\nif [ \"$1\" = validate ]; then echo \"$3:18:1: tracing: unknown key\"; exit 1; fi\necho started >" + dir + "/started\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := &bench{ctx: context.Background(), tmp: dir, syBin: bin}
+	_, err := b.feature("tracing sample_ratio 0.01", gwProc{appendYAML: "tracing:\n  sample_ratio: 0.01\n"}, gwTarget{name: "primary", baseURL: "http://127.0.0.1:9/v1"})
+	if err == nil || err.Error() != "config not accepted: 18:1: tracing: unknown key" {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+		t.Fatal("the gateway was started with a config it refused")
+	}
+	y, err := os.ReadFile(filepath.Join(dir, "tracing-sample_ratio-0.01.yaml"))
+	if err != nil || !strings.HasSuffix(string(y), "tracing:\n  sample_ratio: 0.01\n") {
+		t.Fatalf("config file: %q %v", y, err)
 	}
 }

@@ -1,29 +1,13 @@
 // Command benchrun reproduces every figure in bench/RESULTS.md (it is what
-// `make bench` runs). It builds switchyard, the mock upstream and the bare
-// proxy into a temporary directory, starts each as a separate process, and
-// measures the same way, in one run:
+// `make bench` runs): it builds switchyard, the mock upstream and the bare
+// proxy, starts each as its own process, and measures throughput, latency,
+// proxy CPU and allocations per request of every row (bench/README.md lists
+// them), latency against offered load, and the memory of idle connections.
+// It saves CPU profiles of both proxies and prints the `go tool pprof`
+// commands that read them.
 //
-//   - request/response throughput and latency at fixed concurrency: direct to
-//     the mock, through the bare proxy, through Switchyard with 1 rule and
-//     with 10,000 rules, and through Switchyard failing over (primary 503);
-//   - the same for SSE streams, with the time to the first event;
-//   - proxy CPU time per request (/proc/PID/stat), peak RSS (VmHWM) and
-//     allocations per request (go_memstats_mallocs_total from /metrics);
-//   - latency against offered open-loop load for the bare proxy and
-//     Switchyard (bench/latency.svg), and p99 added at half saturation;
-//   - the RSS of Switchyard holding 10,000 idle keep-alive connections,
-//     split into anonymous and file-backed memory, with the Go runtime's
-//     goroutine stacks, heap in use and goroutine count;
-//   - CPU and allocation profiles of Switchyard (a `go build -tags pprof`
-//     binary) under the 1-rule load, summarised with `go tool pprof`;
-//   - bench/HISTORY.md, when it exists, appended as "Before and after".
-//
-// CPU placement on a 2-core machine: the proxy under test (bare proxy or
-// Switchyard) runs alone on CPU 0 with GOMAXPROCS=1; the mock upstreams and
-// this driver share CPU 1, each with GOMAXPROCS=1 (the latency sweep's mock
-// runs inside this process, see -sweep-mock). Every proxy therefore has
-// exactly one core, the same one, and its CPU-busy figure shows whether it
-// was the bottleneck. Use -pin=false to let the kernel place everything.
+// CPU placement on 2+ cores: the proxy under test alone on CPU 0 with
+// GOMAXPROCS=1, the mocks and this driver on CPU 1 (-pin=false: unpinned).
 package main
 
 import (
@@ -45,7 +29,7 @@ import (
 )
 
 type options struct {
-	out, svg       string
+	out            string
 	duration       time.Duration
 	warmup         time.Duration
 	conns          int
@@ -57,17 +41,13 @@ type options struct {
 	streamEvents   int
 	only           string
 	streamInterval time.Duration
-	microBenchtime string
-	sweepMock      string
 	profileSeconds int
 	profileDir     string
-	history        string
 }
 
 func main() {
 	var o options
 	flag.StringVar(&o.out, "out", "bench/RESULTS.md", "results file (Markdown); empty: do not write")
-	flag.StringVar(&o.svg, "svg", "bench/latency.svg", "latency chart (SVG); empty: do not write")
 	flag.DurationVar(&o.duration, "duration", 8*time.Second, "measured time per scenario")
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured warm-up per scenario")
 	flag.IntVar(&o.conns, "conns", 64, "concurrent connections of the closed-loop runs")
@@ -78,17 +58,10 @@ func main() {
 	flag.BoolVar(&o.pin, "pin", true, "pin the proxy to CPU 0 and the mock and driver to CPU 1 (needs 2+ CPUs)")
 	flag.IntVar(&o.streamEvents, "stream-events", 20, "SSE events per stream")
 	flag.DurationVar(&o.streamInterval, "stream-interval", 0, "pause between SSE events at the mock")
-	flag.StringVar(&o.microBenchtime, "micro-benchtime", "300ms", "-benchtime of the in-process micro-benchmarks (router, peek, walk, translation); empty: skip them")
-	flag.IntVar(&o.profileSeconds, "profile-seconds", 8, "length of the CPU profile of Switchyard under load, in whole seconds (the allocation window is half of it); 0: no Profiles section")
-	flag.StringVar(&o.profileDir, "profile-dir", "", "where to keep the raw profiles (default: a new directory under the system temp dir, logged)")
-	flag.StringVar(&o.history, "history", "bench/HISTORY.md", "hand-written before/after notes appended verbatim as \"## Before and after\" when the file exists")
-	flag.StringVar(&o.sweepMock, "sweep-mock", "inprocess", "upstream of the latency sweep: inprocess (a mock inside this driver process) or process (the mock upstream process the other rows use)")
-	flag.StringVar(&o.only, "only", "", "run only this scenario group: sizes (body sizes), streams (long-lived streams) or profile; default all")
+	flag.IntVar(&o.profileSeconds, "profile-seconds", 8, "seconds of each proxy's CPU profile under load (saved, with the go tool pprof commands printed); 0: none")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "where to save the profiles (default: a new directory under the system temp dir)")
+	flag.StringVar(&o.only, "only", "", "run only this group: sizes (body sizes), features (the feature rows), streams (long-lived streams) or profile; default all")
 	flag.Parse()
-	if o.sweepMock != "inprocess" && o.sweepMock != "process" {
-		fmt.Fprintln(os.Stderr, "-sweep-mock must be inprocess or process")
-		os.Exit(2)
-	}
 
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -128,15 +101,6 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 			log.Warn().Err(err).Msg("switchyard does not build; its scenarios are skipped")
 		}
 	}
-	if o.profileSeconds > 0 {
-		// The Profiles section's binary: the same source with pprof.go
-		// compiled in. Only the profiling runs use it.
-		if err := goBuildTags(ctx, root, "pprof", filepath.Join(tmp, "bin", profileBinName), "."); err != nil {
-			b.pprofErr = "switchyard does not build with -tags pprof: " + firstLine(err.Error())
-			log.Warn().Err(err).Msg("pprof build failed; no Profiles section")
-		}
-	}
-
 	limit, err := harness.RaiseFileLimit()
 	if err != nil {
 		log.Warn().Err(err).Msg("cannot raise RLIMIT_NOFILE")
@@ -155,13 +119,16 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		b.bodySizes()
 	case "streams":
 		b.longStreams()
+	case "features":
+		b.rows = map[string]*harness.Row{}
+		b.featureRows()
 	case "profile":
-		b.profile(root)
+		b.profiles(root)
 	default:
 		b.scenarios()
 		b.sweep()
 		b.idle()
-		b.profile(root)
+		b.profiles(root)
 	}
 	b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("Whole run took %s.", time.Since(start).Round(time.Second)))
 	if busy, at := busyMachine(b.rep.Machine.LoadAvg); busy {
@@ -171,36 +138,8 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 
 	fmt.Println()
 	fmt.Print(b.rep.Tables())
-	svg := ""
-	if o.svg != "" {
-		svg = filepath.Base(o.svg)
-		if chart := b.rep.SVG(); chart != "" {
-			if err := os.WriteFile(inRoot(root, o.svg), []byte(chart), 0o644); err != nil {
-				return err
-			}
-		}
-	}
-	if o.history != "" {
-		h, err := harness.LoadHistory(inRoot(root, o.history))
-		if err != nil {
-			return fmt.Errorf("history: %w", err)
-		}
-		b.rep.History = h
-	}
-	md := b.rep.Markdown(svg)
-	if o.microBenchtime != "" {
-		// The micro-benchmarks run after the processes above have stopped,
-		// so they have the machine to themselves.
-		log.Info().Msg("running micro-benchmarks")
-		micro, err := runMicro(ctx, root, o.microBenchtime)
-		if err != nil {
-			return err
-		}
-		fmt.Print(micro)
-		md = strings.Replace(md, microPlaceholder, micro, 1)
-	}
 	if o.out != "" {
-		if err := os.WriteFile(inRoot(root, o.out), []byte(md), 0o644); err != nil {
+		if err := os.WriteFile(inRoot(root, o.out), []byte(b.rep.Markdown()), 0o644); err != nil {
 			return err
 		}
 		log.Info().Str("file", o.out).Msg("results written")
@@ -221,7 +160,7 @@ func (b *bench) setupPinning() {
 			b.log.Warn().Err(err).Msg("cannot pin; running unpinned")
 		} else {
 			b.proxyCPUs, b.sideCPUs = allowed[0:1], allowed[1:2]
-			*method = append(*method, fmt.Sprintf("Placement: the proxy under test (bare proxy or Switchyard) alone on CPU %d with GOMAXPROCS=1; mock upstreams and the load driver on CPU %d, each GOMAXPROCS=1 (sched_setaffinity).", b.proxyCPUs[0], b.sideCPUs[0])+" Every proxy gets the same single core; \"proxy CPU busy\" near 100% means the proxy was the bottleneck, lower means the driver/mock side was.")
+			*method = append(*method, fmt.Sprintf("Placement: the proxy under test (bare proxy or Switchyard) alone on CPU %d with GOMAXPROCS=1; mock upstreams and the load driver on CPU %d, each GOMAXPROCS=1 (sched_setaffinity).", b.proxyCPUs[0], b.sideCPUs[0])+" Every proxy gets the same single core.")
 		}
 	}
 	if b.proxyCPUs == nil {
@@ -240,7 +179,8 @@ func (b *bench) describe() {
 		"Failover: chain [primary, secondary]; primary answers 503 to everything. \"every request\" sets failure_threshold very high so each request really tries primary first; \"circuit open\" keeps the default breaker (opens after 5 failures, stays open 30 s), so primary is skipped. The notes count the primary's 503s per request.",
 		"Every request/response and streaming row is checked to have reached its mock exactly once per request sent (the mock's own counter, read around each slice); a mismatch is listed under Notes.",
 		"CPU/req: the proxy's utime+stime (/proc/PID/stat, 10 ms ticks) over the measured run divided by requests; allocs/req: go_memstats_mallocs_total from the proxy's /metrics (the bare proxy serves it on a side port).",
-		fmt.Sprintf("RLIMIT_NOFILE raised in-process to %d (hard limit) with syscall.Setrlimit before starting children, so the 10,000-connection test fits.", b.fileLimit),
+		"Bare proxy (bench/bareproxy): fasthttp server and HostClient with 16 KiB read and write buffers on both sides, header names and paths passed untouched, no retries; \"stream\" decided from an Accept: text/event-stream header or the first and last 256 bytes of the body (constant time), so only SSE answers are streamed.",
+		"Feature rows: the 1-rule config plus one block from the README (client keys; a key with limits on the memory store; the same on Redis, a redis-server started on a free loopback port beside the mocks, with the Redis commands per request from INFO commandstats; residency; the audit log with a key from `switchyard audit keygen`; tracing at sample_ratio 0.01 to an in-process OTLP/HTTP sink that answers 200; the admin listener with a client polling /api/decisions once a second). A row whose config the binary refuses (`switchyard validate`) is skipped with \"config not accepted\".",
 	)
 }
 
@@ -263,11 +203,7 @@ func goBuild(ctx context.Context, root, out string, pkgs ...string) error {
 
 // goBuildTags is goBuild with build tags (none when empty).
 func goBuildTags(ctx context.Context, root, tags, out string, pkgs ...string) error {
-	args := []string{"build"}
-	if tags != "" {
-		args = append(args, "-tags", tags)
-	}
-	args = append(append(args, "-o", out), pkgs...)
+	args := append([]string{"build", "-tags=" + tags, "-o", out}, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {

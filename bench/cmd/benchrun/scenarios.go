@@ -50,7 +50,6 @@ type bench struct {
 
 	mockBin, bareBin, syBin string
 	syErr                   string // why Switchyard scenarios are skipped
-	pprofErr                string // why there is no pprof build
 	fileLimit               uint64
 	proxyCPUs, sideCPUs     []int
 
@@ -74,6 +73,10 @@ type contender struct {
 	// differences (e.g. a mock's failure count during this row's slices).
 	probe  func() int64
 	probed int64
+	// side is another counter read the same way (e.g. Redis commands),
+	// summed in sided.
+	side  func() int64
+	sided int64
 }
 
 // scenarios measures every row of the request and streaming tables, in
@@ -152,6 +155,7 @@ func (b *bench) scenarios() {
 	b.compare(group, nil)
 	checkUpstream(group)
 
+	b.featureRows()
 	b.bodySizes()
 	b.unpinnedRows()
 	b.longStreams()
@@ -297,9 +301,17 @@ func (b *bench) measureSlice(c *contender, d time.Duration) {
 			m0, mOK = v, true
 		}
 	}
-	var p0 int64
+	var counts0 harness.Counts
+	var countsOK bool
+	if c.proxy != nil {
+		counts0, countsOK = readCounts(c.proxy.proc.PID())
+	}
+	var p0, s0 int64
 	if c.probe != nil {
 		p0 = c.probe()
+	}
+	if c.side != nil {
+		s0 = c.side()
 	}
 	res, err := load.Run(b.ctx, b.loadConfig(c, d))
 	if err != nil {
@@ -307,6 +319,9 @@ func (b *bench) measureSlice(c *contender, d time.Duration) {
 	}
 	if c.probe != nil {
 		c.probed += c.probe() - p0
+	}
+	if c.side != nil {
+		c.sided += c.side() - s0
 	}
 	if row.Result == nil {
 		row.Result = &load.Result{}
@@ -317,6 +332,13 @@ func (b *bench) measureSlice(c *contender, d time.Duration) {
 	}
 	if v, err := harness.CPUSeconds(c.proxy.proc.PID()); err == nil && cpuOK {
 		row.CPUSeconds = max(row.CPUSeconds, 0) + v - cpu0
+	}
+	if counts1, ok := readCounts(c.proxy.proc.PID()); ok && countsOK {
+		row.Counts, row.CountsOK = harness.Counts{
+			Reads:       row.Counts.Reads + counts1.Reads - counts0.Reads,
+			Writes:      row.Counts.Writes + counts1.Writes - counts0.Writes,
+			CtxSwitches: row.Counts.CtxSwitches + counts1.CtxSwitches - counts0.CtxSwitches,
+		}, row.Result.Completed > 0
 	}
 	if v, ok, err := harness.ScrapeCounter(c.proxy.metricsURL, "go_memstats_mallocs_total"); err == nil && ok && mOK {
 		row.Mallocs = max(row.Mallocs, 0) + v - m0
@@ -337,4 +359,9 @@ func (b *bench) logRow(row *harness.Row) {
 		ev = ev.Dur("first_event_p50", res.FirstEvent.Quantile(0.5))
 	}
 	ev.Msg("measured")
+}
+
+func readCounts(pid int) (harness.Counts, bool) {
+	c, err := harness.ReadCounts(pid)
+	return c, err == nil
 }

@@ -47,30 +47,17 @@ func (b *bench) sizeGroup(n int, suffix string) {
 	checkUpstream(group)
 }
 
-// unpinnedRows measures the throughput/CPU comparisons once more with the
-// proxies unpinned at their default GOMAXPROCS, as a user deploys them (the
-// mocks and the driver keep their placement).
+// unpinnedRows compares the proxies once more at 74 bytes and 1 KB, unpinned
+// at their default GOMAXPROCS as a user deploys them (the mocks and the
+// driver keep their placement).
 func (b *bench) unpinnedRows() {
 	if b.proxyCPUs == nil {
 		return // nothing was pinned in the first place
 	}
 	b.unpinned = true
 	defer func() { b.unpinned = false }()
-	const suffix = " (unpinned)"
-	b.sizeGroup(0, suffix)
-	for _, n := range bodySizes {
-		b.sizeGroup(n, suffix)
-	}
-	bare := &harness.Row{Name: rowBareSSE + suffix, Stream: true, CPUSeconds: -1, Mallocs: -1}
-	sy := &harness.Row{Name: rowSySSE + suffix, Stream: true, CPUSeconds: -1, Mallocs: -1, Bare: bare}
-	b.rep.Rows = append(b.rep.Rows, bare, sy)
-	group := []*contender{
-		b.viaProxy(bare, streamBody, func() (*proxy, error) { return b.startBare(b.streamer.Addr) }),
-		b.viaProxy(sy, streamBody, func() (*proxy, error) { return b.oneRule(b.streamer) }),
-	}
-	countUpstream(group, b.streamer.Addr)
-	b.compare(group, nil)
-	checkUpstream(group)
+	b.sizeGroup(0, " (unpinned)")
+	b.sizeGroup(1<<10, " (unpinned)")
 }
 
 // chatBodyOfSize is a chat request of about n bytes for the bench model: a

@@ -30,10 +30,7 @@ type streamsRow struct {
 	res            *load.Result
 	cpu            float64 // proxy CPU seconds over the run
 	rssIdle, rssAt int64   // proxy VmRSS before the run and mid-run
-	// the Go runtime's view mid-run minus before, per stream (logged):
-	// goroutine stacks and heap in use
-	stackPer, heapPer int64
-	skipped           string
+	skipped        string
 }
 
 func (r *streamsRow) cpuPerEvent() (time.Duration, bool) {
@@ -88,7 +85,6 @@ func (b *bench) longRun(r *streamsRow, start func() (*proxy, error)) {
 	defer p.stop()
 	pid := p.proc.PID()
 	r.rssIdle, _ = harness.MemStatus(pid, "VmRSS")
-	stack0, heap0, ok0 := runtimeMemory(p.metricsURL)
 	cpu0, err0 := harness.CPUSeconds(pid)
 	done := make(chan *load.Result, 1)
 	go func() {
@@ -103,10 +99,6 @@ func (b *bench) longRun(r *streamsRow, start func() (*proxy, error)) {
 	select {
 	case <-time.After(longRun / 2):
 		r.rssAt, _ = harness.MemStatus(pid, "VmRSS")
-		// After /proc, so the scrape's own memory is not in the RSS.
-		if stack1, heap1, ok := runtimeMemory(p.metricsURL); ok && ok0 {
-			r.stackPer, r.heapPer = (stack1-stack0)/int64(r.streams), (heap1-heap0)/int64(r.streams)
-		}
 	case <-b.ctx.Done():
 	}
 	r.res = <-done
@@ -118,17 +110,7 @@ func (b *bench) longRun(r *streamsRow, start func() (*proxy, error)) {
 		return
 	}
 	b.log.Info().Str("scenario", r.name).Int64("streams", r.res.Completed).Int64("events", r.res.Events).Str("first_error", r.res.FirstError).
-		Int64("errors", r.res.Errors).Str("stacks_per_stream", harness.FormatBytes(r.stackPer)).
-		Str("heap_inuse_per_stream", harness.FormatBytes(r.heapPer)).Msg("measured")
-}
-
-// runtimeMemory scrapes a proxy's goroutine stacks and heap in use.
-func runtimeMemory(url string) (stack, heap int64, ok bool) {
-	v, found, err := harness.ScrapeSamples(url, "go_memstats_stack_inuse_bytes", "go_memstats_heap_inuse_bytes")
-	if err != nil || !found[0] || !found[1] {
-		return 0, 0, false
-	}
-	return int64(v[0]), int64(v[1]), true
+		Int64("errors", r.res.Errors).Msg("measured")
 }
 
 // longStreamsSection renders the scenario's table and ratio checks.
@@ -163,13 +145,13 @@ func longStreamsSection(rows []*streamsRow) string {
 		if a, ok := sy.cpuPerEvent(); ok {
 			if c, ok := bare.cpuPerEvent(); ok && c > 0 {
 				ratio := float64(a) / float64(c)
-				cpu = fmt.Sprintf("%.2f× %s", ratio, passMissText(ratio <= 1.25))
+				cpu = fmt.Sprintf("%.2f× %s", ratio, passMiss(ratio <= 1.25))
 			}
 		}
 		if a, ok := sy.rssPerStream(); ok {
 			if c, ok := bare.rssPerStream(); ok && c > 0 {
 				ratio := float64(a) / float64(c)
-				rss = fmt.Sprintf("%.2f× %s", ratio, passMissText(ratio <= 1.25))
+				rss = fmt.Sprintf("%.2f× %s", ratio, passMiss(ratio <= 1.25))
 			}
 		}
 		fmt.Fprintf(&s, "| %s vs %s | %s | %s |\n", sy.name, bare.name, cpu, rss)
@@ -178,7 +160,7 @@ func longStreamsSection(rows []*streamsRow) string {
 	return s.String()
 }
 
-func passMissText(ok bool) string {
+func passMiss(ok bool) string {
 	if ok {
 		return "pass"
 	}

@@ -1,0 +1,510 @@
+// Package audit writes and verifies Switchyard's audit log (README, Proving
+// residency): one JSON line per authenticated request saying where it went,
+// each line carrying the SHA-256 of the line before it, and Ed25519-signed
+// checkpoints. Lines are formatted, hashed and written by one goroutine fed
+// through a bounded queue, so a request pays for a copy of a few fields.
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/upstream"
+)
+
+// MaxBehind is the most lines the writer may be behind before Behind
+// reports true and the gateway refuses new requests 503 audit_unavailable.
+const MaxBehind = 10_000
+
+// queueCap bounds the queue: beyond MaxBehind, requests already admitted
+// still find room; a full queue makes Add wait (a line is never dropped).
+const queueCap = 1 << 16
+
+// flushBytes is the buffered size past which the writer writes to the file
+// even while more lines are queued.
+const flushBytes = 256 << 10
+
+// genesis is the prev of the first line of a chain.
+var genesis = strings.Repeat("0", 64)
+
+// Options configure a Log.
+type Options struct {
+	// Path is the log file. Rotated files are named after it: audit.jsonl
+	// becomes audit-000000000001.jsonl (the seq of its first line), so a
+	// glob lists a set in chain order with the current file last.
+	Path string
+	// Key signs the checkpoints.
+	Key ed25519.PrivateKey
+	// CheckpointEvery is the longest time between checkpoints while lines
+	// arrive. Default 10s.
+	CheckpointEvery time.Duration
+	// MaxFileBytes rotates the file once it is past this size. Default 1 GiB.
+	MaxFileBytes int64
+	// Replica is the replica field of every line (the host name).
+	Replica string
+	// Now is the clock; nil = time.Now.
+	Now func() time.Time
+}
+
+// Log is an open audit log. Add and Behind are safe for concurrent use and
+// cheap; Close ends the writer. Create it with Open.
+type Log struct {
+	opt     Options
+	q       chan *item
+	pending atomic.Int64 // lines added and not yet written to the file
+	done    chan struct{}
+	closing chan struct{}
+	once    sync.Once
+	err     atomic.Pointer[error]
+
+	// Writer goroutine state.
+	f         *os.File
+	size      int64
+	buf       []byte
+	prev      [32]byte
+	seq       uint64
+	firstSeq  uint64 // seq of the current file's first record (0: none yet)
+	unsigned  int    // lines since the last checkpoint
+	lastCheck time.Time
+}
+
+// item is one queued request: what the line needs, copied out of the
+// request's pooled memory.
+type item struct {
+	reqID, model []byte
+	key, hash    string
+	surface      router.Surface
+	rule         int
+	chain        []string
+	steps        []telemetry.Step
+	status       int
+	sync         chan struct{} // non-nil: a flush request, not a line
+}
+
+var itemPool = sync.Pool{New: func() any { return &item{} }}
+
+// Open opens (or creates) the log at opt.Path and starts its writer. An
+// existing file, or the newest rotated one when the file is missing, is
+// continued: its last complete line is the chain's head and a partial line
+// left by a crash is cut off.
+func Open(opt Options) (*Log, error) {
+	if opt.CheckpointEvery <= 0 {
+		opt.CheckpointEvery = 10 * time.Second
+	}
+	if opt.MaxFileBytes <= 0 {
+		opt.MaxFileBytes = 1 << 30
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if len(opt.Key) != ed25519.PrivateKeySize {
+		return nil, errors.New("audit: no signing key")
+	}
+	l := &Log{opt: opt, q: make(chan *item, queueCap), done: make(chan struct{}), closing: make(chan struct{})}
+	if err := l.resume(); err != nil {
+		return nil, err
+	}
+	l.lastCheck = opt.Now()
+	go l.run()
+	return l, nil
+}
+
+// resume opens the current file for appending and finds the chain's head.
+func (l *Log) resume() error {
+	last, err := lastLine(l.opt.Path, true)
+	if errors.Is(err, os.ErrNotExist) {
+		// Rotated, then stopped before a line reached the new file.
+		if rotated := l.rotatedFiles(); len(rotated) > 0 {
+			last, err = lastLine(rotated[len(rotated)-1], false)
+		} else {
+			err = nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if last != nil {
+		l.prev = sha256.Sum256(last)
+		l.seq = seqOf(last)
+	}
+	if err := os.MkdirAll(filepath.Dir(l.opt.Path), 0o750); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(l.opt.Path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	l.f, l.size = f, st.Size()
+	if l.size > 0 {
+		l.firstSeq = firstSeqOf(l.opt.Path)
+	}
+	return nil
+}
+
+// firstSeqOf returns the seq of the first line of the file at path (1 when
+// it cannot be read).
+func firstSeqOf(path string) uint64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 1
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadBytes('\n')
+	if s := seqOf(line); s > 0 {
+		return s
+	}
+	return 1
+}
+
+// lastLine returns the last complete line of the file at path (nil when it
+// has none). With repair, a partial last line (a crash mid-write) is
+// truncated away.
+func lastLine(path string, repair bool) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	const chunk = 64 << 10
+	var tail []byte
+	for off := size; off > 0 && bytes.Count(tail, []byte{'\n'}) < 2; {
+		n := min(int64(chunk), off)
+		off -= n
+		b := make([]byte, n)
+		if _, err := f.ReadAt(b, off); err != nil && err != io.EOF {
+			return nil, err
+		}
+		tail = append(b, tail...)
+	}
+	end := bytes.LastIndexByte(tail, '\n')
+	if end < len(tail)-1 && repair { // a partial line after the last newline
+		if err := f.Truncate(size - int64(len(tail)-end-1)); err != nil {
+			return nil, err
+		}
+	}
+	if end < 0 {
+		return nil, nil
+	}
+	tail = tail[:end]
+	return tail[bytes.LastIndexByte(tail, '\n')+1:], nil
+}
+
+// seqOf reads the seq field of a record or checkpoint line (0 if none).
+func seqOf(line []byte) uint64 {
+	i := bytes.Index(line, []byte(`"seq":`))
+	if i < 0 {
+		return 0
+	}
+	s := line[i+len(`"seq":`):]
+	j := 0
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	n, _ := strconv.ParseUint(string(s[:j]), 10, 64)
+	return n
+}
+
+// rotatedFiles lists the rotated files of the log, oldest first.
+func (l *Log) rotatedFiles() []string {
+	ext := filepath.Ext(l.opt.Path)
+	matches, _ := filepath.Glob(strings.TrimSuffix(l.opt.Path, ext) + "-[0-9]*" + ext)
+	sort.Strings(matches)
+	return matches
+}
+
+// Add queues one request's line: e's request id, key, surface, model,
+// rule, walk and status, and hash, the configuration's. e is not retained.
+func (l *Log) Add(e *telemetry.Entry, hash string) {
+	it := itemPool.Get().(*item)
+	it.reqID = append(it.reqID[:0], e.RequestID...)
+	it.model = append(it.model[:0], e.Model...)
+	it.key, it.hash, it.surface, it.rule, it.status = e.Key, hash, e.Surface, e.Rule, e.Status
+	it.chain = append(it.chain[:0], e.Walked...)
+	it.steps = append(it.steps[:0], e.Steps...)
+	l.pending.Add(1)
+	select {
+	case l.q <- it:
+	case <-l.done: // closed: nothing more is written
+		l.pending.Add(-1)
+	}
+}
+
+// Behind reports whether the writer is more than MaxBehind lines behind
+// (or has failed): new requests must be refused until it catches up.
+func (l *Log) Behind() bool { return l.pending.Load() > MaxBehind || l.err.Load() != nil }
+
+// Pending returns the lines added and not yet written to the file.
+func (l *Log) Pending() int64 { return l.pending.Load() }
+
+// Err returns the writer's first I/O error, or nil.
+func (l *Log) Err() error {
+	if p := l.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Sync waits until every line added before it is written to the file.
+func (l *Log) Sync() {
+	c := make(chan struct{})
+	select {
+	case l.q <- &item{sync: c}:
+		select {
+		case <-c:
+		case <-l.done:
+		}
+	case <-l.done:
+	}
+}
+
+// Close writes the queued lines and a final checkpoint, syncs and closes
+// the file. Add must not be called after Close returns.
+func (l *Log) Close() error {
+	l.once.Do(func() { close(l.closing) })
+	<-l.done
+	return l.Err()
+}
+
+func (l *Log) fail(err error) {
+	if err != nil {
+		l.err.CompareAndSwap(nil, &err)
+	}
+}
+
+// run is the writer goroutine.
+func (l *Log) run() {
+	defer close(l.done)
+	tick := time.NewTicker(min(l.opt.CheckpointEvery, 50*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case it := <-l.q:
+			l.take(it)
+			// Drain what is queued, then write: lines reach the file as
+			// soon as the writer is idle, in few system calls under load.
+			for len(l.buf) < flushBytes {
+				select {
+				case it := <-l.q:
+					l.take(it)
+					continue
+				default:
+				}
+				break
+			}
+			l.flush()
+		case <-tick.C:
+			if l.unsigned > 0 && l.opt.Now().Sub(l.lastCheck) >= l.opt.CheckpointEvery {
+				l.checkpoint()
+				l.flush()
+				l.fsync()
+			}
+		case <-l.closing:
+			for {
+				select {
+				case it := <-l.q:
+					l.take(it)
+					continue
+				default:
+				}
+				break
+			}
+			if l.unsigned > 0 {
+				l.checkpoint()
+			}
+			l.flush()
+			l.fsync()
+			l.fail(l.f.Close())
+			return
+		}
+	}
+}
+
+// take formats one queued item (or answers a Sync).
+func (l *Log) take(it *item) {
+	if it.sync != nil {
+		l.flush()
+		close(it.sync)
+		return
+	}
+	l.seq++
+	if l.firstSeq == 0 {
+		l.firstSeq = l.seq
+	}
+	start := len(l.buf)
+	l.buf = l.appendRecord(l.buf, it)
+	l.endLine(start)
+	clear(it.steps)
+	it.key, it.hash, it.chain = "", "", it.chain[:0]
+	itemPool.Put(it)
+	l.pending.Add(-1)
+	l.unsigned++
+	if l.size+int64(len(l.buf)) > l.opt.MaxFileBytes {
+		l.rotate()
+	}
+}
+
+// endLine hashes the line that starts at buf[start:] and ends it.
+func (l *Log) endLine(start int) {
+	l.prev = sha256.Sum256(l.buf[start:])
+	l.buf = append(l.buf, '\n')
+}
+
+func (l *Log) appendRecord(b []byte, it *item) []byte {
+	b = append(b, `{"time":`...)
+	b = strconv.AppendQuote(b, l.opt.Now().UTC().Format(time.RFC3339Nano))
+	b = append(b, `,"replica":`...)
+	b = upstream.AppendJSONString(b, l.opt.Replica)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, l.seq, 10)
+	b = append(b, `,"request_id":`...)
+	b = upstream.AppendJSONString(b, string(it.reqID))
+	b = append(b, `,"key":`...)
+	b = upstream.AppendJSONString(b, it.key)
+	b = append(b, `,"surface":`...)
+	b = upstream.AppendJSONString(b, surfaceName(it.surface))
+	b = append(b, `,"model":`...)
+	b = upstream.AppendJSONString(b, string(it.model))
+	b = append(b, `,"rule":`...)
+	switch {
+	case it.rule == telemetry.RuleNotRouted:
+		b = append(b, `"none"`...)
+	case it.rule < 0:
+		b = append(b, `"fallback"`...)
+	default:
+		b = append(b, '"')
+		b = strconv.AppendInt(b, int64(it.rule), 10)
+		b = append(b, '"')
+	}
+	b = append(b, `,"chain":[`...)
+	for i, c := range it.chain {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = upstream.AppendJSONString(b, c)
+	}
+	b = append(b, `],"attempts":[`...)
+	for i, s := range it.steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		t := s.Target
+		b = append(b, `{"target":`...)
+		b = upstream.AppendJSONString(b, t.Name)
+		b = append(b, `,"provider":`...)
+		b = upstream.AppendJSONString(b, t.Provider)
+		b = append(b, `,"host":`...)
+		b = upstream.AppendJSONString(b, hostOf(t.Endpoint.BaseURL))
+		b = append(b, `,"residency":`...)
+		b = upstream.AppendJSONString(b, t.Residency)
+		b = append(b, `,"outcome":`...)
+		b = upstream.AppendJSONString(b, s.Class.String())
+		b = append(b, '}')
+	}
+	b = append(b, `],"status":`...)
+	b = strconv.AppendInt(b, int64(it.status), 10)
+	b = append(b, `,"config_hash":`...)
+	b = upstream.AppendJSONString(b, it.hash)
+	b = append(b, `,"prev":"`...)
+	b = hex.AppendEncode(b, l.prev[:])
+	return append(b, `"}`...)
+}
+
+func surfaceName(s router.Surface) string {
+	if s < router.NumSurfaces {
+		return s.String()
+	}
+	return "none"
+}
+
+// hostOf is the host[:port] of a base URL; never its user info, path or
+// query.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// checkpointMessage is what a checkpoint's signature covers.
+func checkpointMessage(at string, seq uint64, head string) []byte {
+	return fmt.Appendf(nil, "switchyard audit checkpoint\n%s\n%d\n%s", at, seq, head)
+}
+
+// checkpoint appends a signed checkpoint over the chain's head.
+func (l *Log) checkpoint() {
+	at := l.opt.Now().UTC().Format(time.RFC3339Nano)
+	head := hex.EncodeToString(l.prev[:])
+	sig := ed25519.Sign(l.opt.Key, checkpointMessage(at, l.seq, head))
+	start := len(l.buf)
+	l.buf = fmt.Appendf(l.buf, `{"checkpoint":%q,"seq":%d,"head":"%s","sig":"%s"}`, at, l.seq, head, base64.StdEncoding.EncodeToString(sig))
+	l.endLine(start)
+	l.unsigned = 0
+	l.lastCheck = l.opt.Now()
+}
+
+// flush writes the buffered lines to the file in one call.
+func (l *Log) flush() {
+	if len(l.buf) == 0 {
+		return
+	}
+	n, err := l.f.Write(l.buf)
+	l.size += int64(n)
+	l.fail(err)
+	l.buf = l.buf[:0]
+}
+
+func (l *Log) fsync() { l.fail(l.f.Sync()) }
+
+// rotate closes the current file with a checkpoint and starts the next:
+// its first line's prev is that checkpoint's hash.
+func (l *Log) rotate() {
+	l.checkpoint()
+	l.flush()
+	l.fsync()
+	l.fail(l.f.Close())
+	ext := filepath.Ext(l.opt.Path)
+	name := fmt.Sprintf("%s-%012d%s", strings.TrimSuffix(l.opt.Path, ext), l.firstSeq, ext)
+	if _, err := os.Stat(name); err == nil { // resumed file: firstSeq unknown
+		name = fmt.Sprintf("%s-%012d-%d%s", strings.TrimSuffix(l.opt.Path, ext), l.firstSeq, l.seq, ext)
+	}
+	l.fail(os.Rename(l.opt.Path, name))
+	f, err := os.OpenFile(l.opt.Path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o640)
+	if err != nil {
+		l.fail(err)
+		return
+	}
+	l.f, l.size, l.firstSeq = f, 0, 0
+	if d, err := os.Open(filepath.Dir(l.opt.Path)); err == nil {
+		_ = d.Sync() // the rename survives a crash
+		d.Close()
+	}
+}

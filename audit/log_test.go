@@ -1,0 +1,223 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/router"
+	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/upstream"
+)
+
+func testKey(t *testing.T) (ed25519.PrivateKey, ed25519.PublicKey) {
+	t.Helper()
+	priv, pub, err := GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := ParsePrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParsePublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, p
+}
+
+var euTarget = &upstream.Target{Name: "eu", Provider: "openai", Residency: "eu",
+	Endpoint: upstream.Endpoint{BaseURL: "https://eu.example.com/v1", APIKey: "sk-secret"}}
+
+func writeLines(t *testing.T, l *Log, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		l.Add(&telemetry.Entry{RequestID: []byte(fmt.Sprintf("req-%d", i)), Key: "globex-eu", Surface: router.SurfaceChat,
+			Model: []byte("gpt-4o-mini"), Rule: 3, Walked: []string{"eu"}, Status: 200,
+			Steps: []telemetry.Step{{Target: euTarget, Class: upstream.ClassOK}}}, "abc123")
+	}
+}
+
+// logSet returns the files of the log at path in chain order.
+func logSet(t *testing.T, path string) []string {
+	t.Helper()
+	ext := filepath.Ext(path)
+	rotated, _ := filepath.Glob(strings.TrimSuffix(path, ext) + "-*" + ext)
+	sort.Strings(rotated)
+	return append(rotated, path)
+}
+
+func TestLogWritesAVerifiableRotatedChain(t *testing.T) {
+	priv, pub := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(Options{Path: path, Key: priv, MaxFileBytes: 8 << 10, Replica: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, l, 0, 150)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Restarted: the chain continues in the same file.
+	l, err = Open(Options{Path: path, Key: priv, MaxFileBytes: 8 << 10, Replica: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, l, 150, 50)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := logSet(t, path)
+	if len(files) < 3 {
+		t.Fatalf("files %v; want a rotated set", files)
+	}
+	r, err := Verify(pub, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Records != 200 || r.Unsigned != 0 || r.Checkpoints < len(files) {
+		t.Fatalf("report %+v", r)
+	}
+	data, _ := os.ReadFile(files[0])
+	first := strings.SplitN(string(data), "\n", 2)[0]
+	for _, s := range []string{`"replica":"r1","seq":1,"request_id":"req-0","key":"globex-eu","surface":"chat","model":"gpt-4o-mini","rule":"3","chain":["eu"],"attempts":[{"target":"eu","provider":"openai","host":"eu.example.com","residency":"eu","outcome":"ok"}],"status":200,"config_hash":"abc123","prev":"` + genesis + `"}`} {
+		if !strings.Contains(first, s) {
+			t.Errorf("first line %s\nlacks %s", first, s)
+		}
+	}
+	all := ""
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		all += string(b)
+	}
+	if strings.Contains(all, "sk-secret") || strings.Contains(all, "/v1") {
+		t.Error("a credential or base URL path reached the audit log")
+	}
+}
+
+// tamper applies fn to the lines of file i of a copy of the set.
+func tamperedCopy(t *testing.T, files []string, i int, fn func(lines [][]byte) [][]byte) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var out []string
+	for j, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j == i {
+			lines := bytes.SplitAfter(b, []byte("\n"))
+			if len(lines[len(lines)-1]) == 0 {
+				lines = lines[:len(lines)-1]
+			}
+			b = bytes.Join(fn(lines), nil)
+		}
+		p := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestVerifyCatchesTampering(t *testing.T) {
+	priv, pub := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(Options{Path: path, Key: priv, MaxFileBytes: 8 << 10, Replica: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, l, 0, 200)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := logSet(t, path)
+	if _, err := Verify(pub, files); err != nil {
+		t.Fatalf("untouched set: %v", err)
+	}
+	_, otherPub := testKey(t)
+	cases := []struct {
+		name  string
+		files func() []string
+		pub   ed25519.PublicKey
+		want  string
+	}{
+		{"edited byte", func() []string {
+			return tamperedCopy(t, files, 1, func(ls [][]byte) [][]byte {
+				ls[4] = bytes.Replace(ls[4], []byte(`"status":200`), []byte(`"status":201`), 1)
+				return ls
+			})
+		}, pub, ":6: prev is not the SHA-256 of the line before it"},
+		{"deleted line", func() []string {
+			return tamperedCopy(t, files, 1, func(ls [][]byte) [][]byte { return append(ls[:3:3], ls[4:]...) })
+		}, pub, ":4: prev is not the SHA-256"},
+		{"inserted line", func() []string {
+			return tamperedCopy(t, files, 1, func(ls [][]byte) [][]byte {
+				return append(append(ls[:3:3], ls[2]), ls[3:]...)
+			})
+		}, pub, ":4: prev is not the SHA-256"},
+		{"swapped lines", func() []string {
+			return tamperedCopy(t, files, 1, func(ls [][]byte) [][]byte { ls[3], ls[4] = ls[4], ls[3]; return ls })
+		}, pub, ":4: prev is not the SHA-256"},
+		{"wrong public key", func() []string { return files }, otherPub, "checkpoint signature does not verify with this public key"},
+		{"rotated file removed", func() []string { return append(files[:1:1], files[2:]...) }, pub, ":1: this file does not continue"},
+		{"first file removed", func() []string { return files[1:] }, pub, ":1: this line continues a chain whose earlier lines are not given"},
+		{"checkpoint edited", func() []string {
+			return tamperedCopy(t, files, 0, func(ls [][]byte) [][]byte {
+				last := ls[len(ls)-1]
+				ls[len(ls)-1] = bytes.Replace(last, []byte(`"checkpoint":"2`), []byte(`"checkpoint":"3`), 1)
+				return ls
+			})
+		}, pub, "checkpoint signature does not verify"},
+	}
+	for _, c := range cases {
+		_, err := Verify(c.pub, c.files())
+		var brk *Break
+		if !errors.As(err, &brk) || !strings.Contains(brk.Error(), c.want) {
+			t.Errorf("%s: %v; want a break containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestLogResumesAfterAPartialLine(t *testing.T) {
+	priv, pub := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(Options{Path: path, Key: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, l, 0, 10)
+	l.Sync()
+	// A crash mid-write: a copy of the file as it is now (no checkpoint
+	// yet) with a partial line at the end.
+	b, _ := os.ReadFile(path)
+	_ = l.Close()
+	path = filepath.Join(t.TempDir(), "crashed.jsonl")
+	if err := os.WriteFile(path, append(b, `{"time":"2026-`...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Verify(pub, []string{path})
+	if err != nil || !r.Partial || r.Unsigned != 10 || r.Records != 10 {
+		t.Fatalf("report %+v err %v; want 10 unsigned lines and a partial tail", r, err)
+	}
+	l, err = Open(Options{Path: path, Key: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, l, 10, 5)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err = Verify(pub, []string{path})
+	if err != nil || r.Partial || r.Records != 15 || r.Unsigned != 0 {
+		t.Fatalf("report %+v err %v", r, err)
+	}
+}

@@ -1,0 +1,37 @@
+package hotpath
+
+import (
+	"slices"
+
+	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/upstream"
+)
+
+// fenceFor returns the residency guard of client key k (README, Proving
+// residency): the targets of cfg whose label is one of k's. nil when k has
+// no residency.
+func fenceFor(cfg *config.Config, k *config.ClientKey) *upstream.Fence {
+	if k.Residency == nil {
+		return nil
+	}
+	allowed := make([]bool, len(cfg.Targets))
+	for i := range cfg.Targets {
+		allowed[i] = slices.Contains(k.Residency, cfg.Targets[i].Residency)
+	}
+	return upstream.NewFence(allowed)
+}
+
+// fenceOf returns the guard of the request's key (nil: none, or no key).
+func (k *clientKey) fenceOf() *upstream.Fence {
+	if k == nil {
+		return nil
+	}
+	return k.fence
+}
+
+// reportFenced tells Gateway.Fenced that the guard stopped a walk.
+func (g *Gateway) reportFenced(k *clientKey, res *upstream.Result) {
+	if g.Fenced != nil && res.Fenced && res.Target != nil {
+		g.Fenced(keyName(k), res.Target.Name)
+	}
+}
