@@ -259,3 +259,43 @@ func TestQuotaRefundsAndStreams(t *testing.T) {
 		t.Fatalf("the stream took %d tokens of the key's day; want its usage, 25 (reserved 500+)", used)
 	}
 }
+
+// TestQuotaInConsole: the operator's console shows a key's quota use and a
+// target's quota room (GET /api/status).
+func TestQuotaInConsole(t *testing.T) {
+	a, b, c := startMock(t, mock.Options{Name: "a"}), startMock(t, mock.Options{Name: "b"}), startMock(t, mock.Options{Name: "c"})
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	cfg := quotaConfig(a, b, c, "{requests_per_minute: 5}", "{requests_per_minute: 10, spend_per_day_usd: 1}")
+	// A spend limit needs a price for every model the key can route: the
+	// fallback c prices any model.
+	cfg = strings.Replace(cfg, `"mock-*": {input: 1, output: 1}`, `"*": {input: 1, output: 1}`, 1)
+	writeFile(t, path, cfg+"admin:\n  listen: 127.0.0.1:0\n")
+	logs := &syncBuffer{}
+	d, base := startDaemon(t, path, logs)
+	if err := d.StartConsole(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.stopConsole(t.Context()) })
+	cl := newClient()
+	for i := 0; i < 3; i++ {
+		if resp, body := keyedPost(t, cl, base+"/v1/chat/completions", quotaChat); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	resp, err := cl.Get("http://" + d.ConsoleAddr().String() + "/api/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	s := string(body)
+	for _, want := range []string{
+		`{"name":"requests_per_minute","limit":10,"used":3,"remaining":7}`,
+		`{"name":"spend_per_day_usd","limit":1,"used":0.00057,"remaining":0.99943}`,
+		`{"name":"requests_per_minute","limit":5,"used":3,"remaining":2}`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("missing %s in /api/status:\n%s", want, s)
+		}
+	}
+}
