@@ -214,6 +214,7 @@ func (q *Quotas) probe() {
 		if err := q.redis.ping(); err != nil {
 			continue
 		}
+		q.redis.flushHeld(time.Second)
 		q.metrics.setMode(ModeRedis)
 		q.log.Info().Msg("quota store answers again; counting on it")
 		q.down.Store(false)

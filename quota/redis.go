@@ -204,6 +204,10 @@ type Redis struct {
 	// down, when set, reports that checks found the store failing (the
 	// settlement loop then waits before sending again).
 	down func() bool
+	// flush is set by the recovery probe: send held settlements although
+	// checks still count locally. unsent counts settlements queued or held.
+	flush  atomic.Bool
+	unsent atomic.Int64
 	// observe, when set, hears each check's round-trip time.
 	observe func(time.Duration)
 }
@@ -262,6 +266,13 @@ func (r *Redis) reserve(s *Subject, tokens int64, now time.Time, res *Reservatio
 		wait := time.Duration(vals[2]) * time.Microsecond
 		if !k.Rate() {
 			wait = windowEnd(now, k)
+		} else if s.loc != nil {
+			// A refusal says how full the bucket is too: the local
+			// fallback mirrors it (see seedLocal), so a switch right
+			// after a run of refusals is no burst.
+			n := min(cost(k, tokens), s.Limit[k])
+			s.loc.c[k].Store(now.UnixNano() + rateWindow + int64(wait) - unitsNS(n, s.Limit[k]))
+			s.loc.lim[k].Store(s.local[k])
 		}
 		res.deny(k, wait)
 		return nil
@@ -311,9 +322,11 @@ func (r *Redis) settle(s *Subject, res *Reservation, tokens, spend int64, refund
 	if len(op.keys) == 0 {
 		return
 	}
+	r.unsent.Add(1)
 	select {
 	case r.ops <- op:
 	default:
+		r.unsent.Add(-1)
 		r.lost.Add(1)
 	}
 }
@@ -328,6 +341,7 @@ const maxBatch = 512
 // loses no settlement unless the queue overflows, and none counts twice.
 func (r *Redis) settleLoop(ctx context.Context) {
 	var retry []rueidis.LuaExec // failed calls, ids kept
+	var retryOps []int64        // settlements in each retried call
 	var batch []settleOp
 	var seq uint64
 	run := strconv.FormatInt(time.Now().UnixNano(), 36) // ids unique across restarts
@@ -350,7 +364,7 @@ func (r *Redis) settleLoop(ctx context.Context) {
 			}
 		}
 		// One call per subject, in queue order within it.
-		execs := retry
+		execs, ops := retry, retryOps
 		at := map[string]int{}
 		for _, op := range batch {
 			i, ok := at[op.tag]
@@ -360,7 +374,9 @@ func (r *Redis) settleLoop(ctx context.Context) {
 				seq++
 				id := op.keys[0][:strings.Index(op.keys[0], "}")+1] + ":settle:" + run + "." + strconv.FormatUint(seq, 36)
 				execs = append(execs, rueidis.LuaExec{Keys: []string{id}})
+				ops = append(ops, 0)
 			}
+			ops[i]++
 			execs[i].Keys = append(execs[i].Keys, op.keys...)
 			execs[i].Args = append(execs[i].Args, op.args...)
 		}
@@ -369,11 +385,14 @@ func (r *Redis) settleLoop(ctx context.Context) {
 		results := settleScript.ExecMulti(cctx, r.client, execs...)
 		cancel()
 		r.settleCalls.Add(int64(len(execs)))
-		retry = nil
+		retry, retryOps = nil, nil
 		for i, res := range results {
 			if err := res.Error(); err != nil && !isScriptError(err) {
 				retry = append(retry, execs[i])
+				retryOps = append(retryOps, ops[i])
+				continue
 			}
+			r.unsent.Add(-ops[i])
 		}
 		if len(retry) > 0 {
 			// Wait for the store: while it is down, sending again only
@@ -384,7 +403,7 @@ func (r *Redis) settleLoop(ctx context.Context) {
 					return
 				case <-time.After(100 * time.Millisecond):
 				}
-				if r.down == nil || !r.down() || wait >= 50 {
+				if r.down == nil || !r.down() || r.flush.Load() || wait >= 50 {
 					break
 				}
 			}
@@ -408,3 +427,14 @@ func (r *Redis) ping() error {
 
 // pending returns the settlements waiting in the queue.
 func (r *Redis) pending() int { return len(r.ops) }
+
+// flushHeld sends the held settlements (what was counted locally during an
+// outage) before checks return to the store, so the store never admits
+// against counters that miss them; it gives up after limit.
+func (r *Redis) flushHeld(limit time.Duration) {
+	r.flush.Store(true)
+	defer r.flush.Store(false)
+	for end := time.Now().Add(limit); r.unsent.Load() > 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
