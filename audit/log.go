@@ -84,6 +84,7 @@ type Log struct {
 	firstSeq  uint64 // seq of the current file's first record (0: none yet)
 	unsigned  int    // lines since the last checkpoint
 	lastCheck time.Time
+	hosts     map[*upstream.Target]string
 }
 
 // item is one queued request: what the line needs, copied out of the
@@ -378,8 +379,9 @@ func (l *Log) endLine(start int) {
 }
 
 func (l *Log) appendRecord(b []byte, it *item) []byte {
-	b = append(b, `{"time":`...)
-	b = strconv.AppendQuote(b, l.opt.Now().UTC().Format(time.RFC3339Nano))
+	b = append(b, `{"time":"`...)
+	b = l.opt.Now().UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
 	b = append(b, `,"replica":`...)
 	b = upstream.AppendJSONString(b, l.opt.Replica)
 	b = append(b, `,"seq":`...)
@@ -421,7 +423,7 @@ func (l *Log) appendRecord(b []byte, it *item) []byte {
 		b = append(b, `,"provider":`...)
 		b = upstream.AppendJSONString(b, t.Provider)
 		b = append(b, `,"host":`...)
-		b = upstream.AppendJSONString(b, hostOf(t.Endpoint.BaseURL))
+		b = upstream.AppendJSONString(b, l.hostOf(t))
 		b = append(b, `,"residency":`...)
 		b = upstream.AppendJSONString(b, t.Residency)
 		b = append(b, `,"outcome":`...)
@@ -444,14 +446,22 @@ func surfaceName(s router.Surface) string {
 	return "none"
 }
 
-// hostOf is the host[:port] of a base URL; never its user info, path or
-// query.
-func hostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
+// hostOf is the host[:port] of t's base URL, never its user info, path or
+// query; parsed once per target (the cache is dropped when it grows past
+// a few reloads' worth).
+func (l *Log) hostOf(t *upstream.Target) string {
+	if h, ok := l.hosts[t]; ok {
+		return h
 	}
-	return u.Host
+	if len(l.hosts) >= 4096 || l.hosts == nil {
+		l.hosts = make(map[*upstream.Target]string)
+	}
+	h := ""
+	if u, err := url.Parse(t.Endpoint.BaseURL); err == nil {
+		h = u.Host
+	}
+	l.hosts[t] = h
+	return h
 }
 
 // checkpointMessage is what a checkpoint's signature covers.

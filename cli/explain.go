@@ -203,8 +203,12 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 			candidates = append(candidates, ts.Name)
 		}
 		servesModel = servesModel || m
-		fmt.Fprintf(stdout, "member %s: provider %s, serves model %s, serves surface %s: %s%s\n",
-			ts.Name, ts.Provider, yesNo(m), yesNo(s), verdict, memberQuota(&cfg.Targets[t], *model))
+		up := *model
+		if v, ok := cfg.Targets[t].ModelMap[*model]; ok {
+			up = v
+		}
+		fmt.Fprintf(stdout, "member %s: provider %s%s, serves model %s, serves surface %s: %s%s\n",
+			ts.Name, ts.Provider, providerDetail(&cfg.Targets[t], up), yesNo(m), yesNo(s), verdict, memberQuota(&cfg.Targets[t], *model))
 	}
 	switch {
 	case len(candidates) > 0:

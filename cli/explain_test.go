@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -384,4 +386,23 @@ targets:
 		t.Errorf("missing: exit %d, want 1", code)
 	}
 	wantLines(t, "stderr", errOut, path+".missing: cannot read config: no such file or directory")
+}
+
+// TestExplainCloudMembers: explain names each cloud member's URL form,
+// credential kind, deployment type and region (config.example.yaml's EU set).
+func TestExplainCloudMembers(t *testing.T) {
+	path := filepath.Join("..", "config.example.yaml")
+	code, out, errOut := run(t, "explain", "-config", path, "-model", "eu-chat")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		`member azure-eu: provider azure (v1 API; deployment type datazone; api-key), serves model yes, serves surface yes: candidate, sends model "gpt-4o-dzeu"`,
+		`member vertex-eu: provider vertex (project my-eu-project; region europe-west4; Claude through rawPredict), serves model yes, serves surface yes: candidate, sends model "claude-sonnet-4-5@20250929"`,
+		"outcome: routes to azure-eu, then vertex-eu, then bedrock-eu on provider failure",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("explain output lacks %q:\n%s", want, out)
+		}
+	}
 }

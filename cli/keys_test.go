@@ -167,5 +167,5 @@ func TestExampleAuthBlockIsStrictClean(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	wantLines(t, "stdout", out, path+": ok (5 rules, 6 targets, 2 client keys)")
+	wantLines(t, "stdout", out, path+": ok (7 rules, 9 targets, 2 client keys)")
 }

@@ -88,7 +88,7 @@ targets:
 `
 	path := writeConfig(t, "gw.yaml", cfg)
 	code, out, _ := run(t, "validate", "-config", path)
-	if code != ExitOK || !strings.Contains(out, `warning: `+path+`:3:5: targets[0]: target "b" has residency "eu" but it can send Bedrock models matching "global.anthropic.*"`) {
+	if code != ExitOK || !strings.Contains(out, `warning: `+path+`:3:5: targets[0]: target "b" has residency "eu" but it can send Bedrock a model id beginning "global." (models entry "global.anthropic.*")`) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	if code, _, _ := run(t, "validate", "-strict", "-config", path); code != ExitFail {

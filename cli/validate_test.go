@@ -209,5 +209,5 @@ func TestExampleConfigIsStrictClean(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	wantLines(t, "stdout", out, path+": ok (5 rules, 6 targets)")
+	wantLines(t, "stdout", out, path+": ok (7 rules, 9 targets)")
 }

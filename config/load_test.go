@@ -284,7 +284,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	for _, tg := range cfg.Targets {
 		names = append(names, tg.VirtualKey)
 	}
-	if want := []string{"openai", "anthropic", "bedrock", "eu", "vllm-a", "vllm-b"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"openai", "anthropic", "bedrock", "eu", "vllm-a", "vllm-b", "azure-eu", "vertex-eu", "bedrock-eu"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("targets %v; want %v", names, want)
 	}
 	for _, tg := range cfg.Targets {
@@ -299,6 +299,8 @@ func TestExampleConfigLoads(t *testing.T) {
 		{Key: router.KeyModelPrefix, Value: "claude-", Chain: []int{1, 2}},
 		{Key: router.KeyUser, Value: "vip", Chain: []int{0}},
 		{Key: router.KeyModelPrefix, Value: "meta-llama/", Chain: []int{4, 5}},
+		{Key: router.KeyUser, Value: "globex", Chain: []int{3}},
+		{Key: router.KeyModelPrefix, Value: "eu-", Chain: []int{6, 7, 8}},
 	}
 	if !reflect.DeepEqual(rules, wantRules) {
 		t.Errorf("rules\n got  %+v\n want %+v", rules, wantRules)

@@ -94,7 +94,7 @@ func (c *Config) ResidencyWarnings() []Problem {
 		switch t.Provider {
 		case ProviderBedrock:
 			if m := globalBedrockModel(t); m != "" {
-				why = "it can send Bedrock " + m + ", a global cross-region inference profile that may run the request in any commercial region; use a geographic profile (eu., us., ...) or a base model id, and list the models the target serves"
+				why = "it can send Bedrock a model id beginning \"global.\" (" + m + "): a global cross-region inference profile, which may run the request in any commercial region; use a geographic profile (eu., us., ...) or a base model id, and list the models the target serves"
 			}
 		case "gemini":
 			why = "the Gemini API serves from Google's global pool and cannot be pinned to a region; use a vertex target with a regional location"
@@ -121,12 +121,12 @@ func globalBedrockModel(t *Target) string {
 		}
 	}
 	if t.Models == nil {
-		return "any model a client names, \"global.…\" ones included (no models list),"
+		return "no models list: any id a client names"
 	}
 	for _, m := range t.Models {
 		if p, ok := strings.CutSuffix(m, "*"); ok {
 			if strings.HasPrefix(p, globalPrefix) || strings.HasPrefix(globalPrefix, p) {
-				return fmt.Sprintf("models matching %q", m)
+				return fmt.Sprintf("models entry %q", m)
 			}
 		} else if strings.HasPrefix(m, globalPrefix) {
 			if _, mapped := t.ModelMap[m]; !mapped {

@@ -83,7 +83,7 @@ func (d *decoder) applyTargetDefaults(cfg *Config) {
 				t.APIKey = v
 			}
 		}
-		if entra && t.AzureAuthority == "" {
+		if entra && t.AzureAuthority == "" && t.Provider == ProviderAzure {
 			t.AzureAuthority = DefaultAzureAuthority
 		}
 		t.AzureAuthority = strings.TrimRight(t.AzureAuthority, "/")

@@ -50,7 +50,31 @@ func startMocks(t *testing.T) map[string]*mock.Server {
 		t.Setenv(env, port)
 		ms[name] = m
 	}
+	startCloudMock(t)
 	return ms
+}
+
+// startCloudMock starts the Azure/Vertex/Gemini mock as run.sh does and
+// points DEMO_CLOUD_PORT and DEMO_VERTEX_KEY at it.
+func startCloudMock(t *testing.T) *mock.Cloud {
+	t.Helper()
+	c, err := mock.StartCloud("127.0.0.1:0", mock.CloudOptions{ClientSecret: "demo-entra-secret", GeminiKey: "demo-gemini-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	key, err := mock.ServiceAccountKey(c.URL() + "/token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/vertex-sa.json"
+	if err := os.WriteFile(path, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(c.URL(), "http://"))
+	t.Setenv("DEMO_CLOUD_PORT", port)
+	t.Setenv("DEMO_VERTEX_KEY", path)
+	return c
 }
 
 // TestDemoConfigLoads: demo.yaml is valid with the ports substituted, and
@@ -82,6 +106,9 @@ func TestDemoConfigLoads(t *testing.T) {
 	var names []string
 	for _, tg := range cfg.Targets {
 		names = append(names, tg.VirtualKey)
+		if ms[tg.VirtualKey] == nil {
+			continue // a cloud provider, served by the cloud mock
+		}
 		if want := ms[tg.VirtualKey].BaseURL(); tg.BaseURL != want {
 			t.Errorf("target %s: base_url %q, want %q", tg.VirtualKey, tg.BaseURL, want)
 		}
@@ -89,7 +116,7 @@ func TestDemoConfigLoads(t *testing.T) {
 			t.Errorf("target %s: provider %q key %q, want openai/sk-demo", tg.VirtualKey, tg.Provider, tg.APIKey)
 		}
 	}
-	if want := []string{"openai", "claude-primary", "claude-secondary", "eu"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"openai", "claude-primary", "claude-secondary", "eu", "azure-eu", "vertex-eu", "gemini"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("targets %v, want %v", names, want)
 	}
 }
@@ -165,7 +192,8 @@ func TestDemoScenarios(t *testing.T) {
 		if got != want {
 			t.Fatalf("%s: got %+v, want %+v\nbody: %s", name, got, want, r.body)
 		}
-		if status == http.StatusOK && answeredBy(t, r.body) != target {
+		// The cloud targets share one mock; the X-Gateway-* headers say enough.
+		if status == http.StatusOK && ms[target] != nil && answeredBy(t, r.body) != target {
 			t.Fatalf("%s: answered by mock %q, want %q", name, answeredBy(t, r.body), target)
 		}
 	}
@@ -220,9 +248,19 @@ func TestDemoScenarios(t *testing.T) {
 	for _, m := range list.Data {
 		ids = append(ids, m.ID)
 	}
-	if want := []string{"claude-haiku-4-5", "claude-sonnet-4-6", "gpt-4o", "gpt-4o-mini"}; !reflect.DeepEqual(ids, want) {
+	if want := []string{"claude-haiku-4-5", "claude-sonnet-4-6", "eu-chat", "gpt-4o", "gpt-4o-mini"}; !reflect.DeepEqual(ids, want) {
 		t.Fatalf("/v1/models ids %v, want %v", ids, want)
 	}
+
+	// 6b. The cloud providers: eu-chat on Azure, then on Vertex (Claude) when
+	// Azure fails; the Messages API through Vertex; Gemini.
+	check("eu-chat", post(t, c, g+chat, `{"model":"eu-chat",`+msg+`}`, nil), 200, "4", "azure-eu", "gpt-4o-dzeu", "1")
+	if r := post(t, c, "http://127.0.0.1:"+os.Getenv("DEMO_CLOUD_PORT")+"/_mock/fail?status=503&count=1", "", nil); r.status != 200 {
+		t.Fatalf("cloud fail: %d", r.status)
+	}
+	check("eu-chat, azure failing", post(t, c, g+chat, `{"model":"eu-chat",`+msg+`}`, nil), 200, "4", "vertex-eu", "claude-sonnet-4-5@20250929", "2")
+	check("eu-chat messages", post(t, c, g+"/v1/messages", `{"model":"eu-chat","max_tokens":64,`+msg+`}`, nil), 200, "4", "vertex-eu", "claude-sonnet-4-5@20250929", "1")
+	check("gemini", post(t, c, g+chat, `{"model":"gemini-2.5-flash",`+msg+`}`, nil), 200, "5", "gemini", "gemini-2.5-flash", "1")
 
 	// The stream the script prints.
 	s := post(t, c, g+chat, `{"model":"gpt-4o","stream":true,`+msg+`}`, nil)
@@ -258,6 +296,7 @@ func TestRunScript(t *testing.T) {
 	for _, e := range portEnv {
 		ports[e] = freePort(t)
 	}
+	ports["DEMO_CLOUD_PORT"] = freePort(t)
 	for k, v := range ports {
 		env = append(env, k+"="+v)
 	}
@@ -319,6 +358,21 @@ func TestRunScript(t *testing.T) {
 	r := post(t, c, g+"/v1/chat/completions", `{"model":"claude-sonnet-4-6","messages":[]}`, nil)
 	if r.status != 200 || r.target != "claude-secondary" || r.attempts != "2" {
 		t.Fatalf("failover through the script's gateway: %+v", r)
+	}
+
+	// The cloud providers through the script's gateway: Azure with an
+	// Entra ID token from the cloud mock, then Claude on Vertex.
+	r = post(t, c, g+"/v1/chat/completions", `{"model":"eu-chat","messages":[{"role":"user","content":"hi"}]}`, nil)
+	if r.status != 200 || r.target != "azure-eu" {
+		t.Fatalf("eu-chat through the script's gateway: %+v", r)
+	}
+	cloud := "http://127.0.0.1:" + ports["DEMO_CLOUD_PORT"]
+	if r := post(t, c, cloud+"/_mock/fail?status=503&count=3", "", nil); r.status != 200 {
+		t.Fatalf("cloud fail curl: %d", r.status)
+	}
+	r = post(t, c, g+"/v1/chat/completions", `{"model":"eu-chat","messages":[{"role":"user","content":"hi"}]}`, nil)
+	if r.status != 200 || r.target != "vertex-eu" || !strings.Contains(r.body, "hello from vertex") {
+		t.Fatalf("eu-chat failover to vertex through the script's gateway: %+v", r)
 	}
 
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {

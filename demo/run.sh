@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Switchyard demo: builds the gateway and the mock upstream, starts four
+# Switchyard demo: builds the gateway and the mock upstream, starts five
 # mock providers and the gateway (demo/demo.yaml) on 127.0.0.1, prints curl
 # commands that show each kind of rule, then waits. Ctrl-C stops everything.
 #
@@ -13,6 +13,7 @@
 #   DEMO_CLAUDE_PRIMARY_PORT    mock "claude-primary" (default 18102)
 #   DEMO_CLAUDE_SECONDARY_PORT  mock "claude-secondary" (default 18103)
 #   DEMO_EU_PORT                mock "eu"             (default 18104)
+#   DEMO_CLOUD_PORT             mock Azure/Vertex/Gemini (default 18105)
 #   GO                          go command            (default go)
 set -euo pipefail
 
@@ -24,6 +25,7 @@ export DEMO_OPENAI_PORT=${DEMO_OPENAI_PORT:-18101}
 export DEMO_CLAUDE_PRIMARY_PORT=${DEMO_CLAUDE_PRIMARY_PORT:-18102}
 export DEMO_CLAUDE_SECONDARY_PORT=${DEMO_CLAUDE_SECONDARY_PORT:-18103}
 export DEMO_EU_PORT=${DEMO_EU_PORT:-18104}
+export DEMO_CLOUD_PORT=${DEMO_CLOUD_PORT:-18105}
 
 for tool in "$GO" curl; do
 	command -v "$tool" >/dev/null || { echo "demo: $tool is required" >&2; exit 1; }
@@ -80,6 +82,16 @@ start_mock claude-primary "$DEMO_CLAUDE_PRIMARY_PORT"
 start_mock claude-secondary "$DEMO_CLAUDE_SECONDARY_PORT"
 start_mock eu "$DEMO_EU_PORT"
 
+# One mock speaks Azure OpenAI, Vertex AI and Gemini, and issues their
+# tokens; it writes the service-account key the vertex target uses.
+export DEMO_VERTEX_KEY="$work/vertex-sa.json"
+MOCK_ENTRA_SECRET=demo-entra-secret MOCK_GEMINI_KEY=demo-gemini-key \
+	"$work/mockupstream" -cloud -listen "127.0.0.1:$DEMO_CLOUD_PORT" -sa-key-out "$DEMO_VERTEX_KEY" \
+	>"$work/cloud.log" 2>&1 &
+pids+=($!)
+wait_ready "http://127.0.0.1:$DEMO_CLOUD_PORT/_mock/stats" "$!" "mock cloud" "$work/cloud.log"
+for _ in $(seq 1 100); do [ -s "$DEMO_VERTEX_KEY" ] && break; sleep 0.1; done
+
 # The gateway logs (console format, one access line per request) go to the
 # terminal and to a file.
 "$work/switchyard" serve -config demo/demo.yaml -listen "$DEMO_LISTEN" \
@@ -97,8 +109,9 @@ cat <<EOF
 
 Operator's console: $A/   (open it in a browser: the rules, the mocks' health, every decision live)
 
-Switchyard is serving demo/demo.yaml on $G (pid $gw), in front of four mock providers:
+Switchyard is serving demo/demo.yaml on $G (pid $gw), in front of five mock providers:
   openai :$DEMO_OPENAI_PORT   claude-primary :$DEMO_CLAUDE_PRIMARY_PORT   claude-secondary :$DEMO_CLAUDE_SECONDARY_PORT   eu :$DEMO_EU_PORT
+  and one for the cloud providers (Azure OpenAI, Vertex AI, Gemini) :$DEMO_CLOUD_PORT
 Watch the X-Gateway-* headers; a body's "system_fingerprint" names the mock that answered.
 
 # 1. Exact-model rule [0]: gpt-4o -> openai
@@ -124,7 +137,17 @@ curl -si $G/v1/chat/completions $J -H 'X-Gateway-Metadata: {"tier":"gold"}' -d '
 #    although eu would serve it (a request never goes where its rule did not send it)
 curl -si $G/v1/chat/completions $J -d '{"model":"mistral-large","messages":[{"role":"user","content":"hi"}]}'
 
-# 6. The routable models
+# 6. The cloud providers [4]: eu-chat -> Azure OpenAI (Entra ID token), then Claude on Vertex
+curl -si $G/v1/chat/completions $J -d '{"model":"eu-chat","messages":[{"role":"user","content":"hi"}]}'
+#    make Azure fail: the same request is answered by Claude on Vertex europe-west4 (rawPredict)
+curl -s -XPOST 'http://127.0.0.1:$DEMO_CLOUD_PORT/_mock/fail?status=503&count=3'
+curl -si $G/v1/chat/completions $J -d '{"model":"eu-chat","messages":[{"role":"user","content":"hi"}]}'
+#    the Anthropic Messages API through Vertex, and Gemini [5]
+curl -si $G/v1/messages $J -d '{"model":"eu-chat","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}'
+curl -si $G/v1/chat/completions $J -d '{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}]}'
+switchyard explain -config demo/demo.yaml -model eu-chat   # (the binary is in $work)
+
+# 7. The routable models
 curl -s $G/v1/models
 
 # Also: a stream, metrics, a reload

@@ -84,13 +84,37 @@ func buildKeys(cfg *config.Config, snap *router.Snapshot) keyring {
 // authenticateHead finds the client key a request presents, read from its
 // header section h (head.scan: never a trailer field, and every copy of a
 // repeated field is counted). Without auth it returns nil, true. Otherwise
-// it answers 400 for a repeated Authorization or x-api-key header or for
-// both carrying different keys, 401 invalid_api_key for a missing or
-// unknown key, and reports false; the key never appears in an answer.
-// Allocation-free on success.
+// it answers the refusal checkKey finds (400 or 401 invalid_api_key) and
+// reports false; the key never appears in an answer. Allocation-free on
+// success.
 func authenticateHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, h *head) (*clientKey, bool) {
+	k, v := checkKey(st, h)
+	if v == keyOK {
+		return k, true
+	}
+	writeKeyRefusal(rc, s, v)
+	return nil, false
+}
+
+// keyVerdict is what checkKey decided of the key a request presents.
+type keyVerdict uint8
+
+const (
+	keyOK          keyVerdict = iota // a configured key, or no auth block
+	keyRepeated                      // Authorization or x-api-key sent twice: 400
+	keyBadScheme                     // Authorization not "Bearer <key>": 401
+	keyConflicting                   // Authorization and x-api-key differ: 400
+	keyMissing                       // no key: 401
+	keyUnknown                       // not a configured key: 401
+)
+
+// checkKey decides, from the header section h alone, whether the request
+// presents one of st's client keys (any request does without an auth
+// block), and which one. It writes nothing and allocates nothing, so the
+// server's HeaderReceived can call it before the body is read.
+func checkKey(st *State, h *head) (*clientKey, keyVerdict) {
 	if st.keys == nil {
-		return nil, true
+		return nil, keyOK
 	}
 	nAuth, nAPIKey, apiKey := h.nAuth, h.nAPIKey, h.apiKey
 	var bearer []byte
@@ -101,40 +125,53 @@ func authenticateHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, h *h
 	}
 	switch {
 	case nAuth > 1 || nAPIKey > 1:
-		writeAuthError(rc, s, fasthttp.StatusBadRequest,
-			"the Authorization or x-api-key header is repeated; send the client key once",
-			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
-		return nil, false
+		return nil, keyRepeated
 	case badScheme:
-		writeAuthError(rc, s, fasthttp.StatusUnauthorized,
-			"the Authorization header is not \"Bearer <key>\"; send the client key as Authorization: Bearer <key> or x-api-key: <key>",
-			upstream.TypeInvalidRequest, codeInvalidAPIKey)
-		return nil, false
+		return nil, keyBadScheme
 	case nAuth == 1 && nAPIKey == 1 && subtle.ConstantTimeCompare(bearer, apiKey) != 1:
-		writeAuthError(rc, s, fasthttp.StatusBadRequest,
-			"the Authorization and x-api-key headers carry different keys; send one client key",
-			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
-		return nil, false
+		return nil, keyConflicting
 	}
 	tok := bearer
 	if nAuth == 0 {
 		tok = apiKey
 	}
 	if len(tok) == 0 {
-		writeAuthError(rc, s, fasthttp.StatusUnauthorized,
-			"no client key; send it as Authorization: Bearer <key> or x-api-key: <key>",
-			upstream.TypeInvalidRequest, codeInvalidAPIKey)
-		return nil, false
+		return nil, keyMissing
 	}
 	// A map lookup by digest: what a timing difference could reveal is a
 	// digest prefix, which says nothing useful about any key.
 	k := st.keys[sha256.Sum256(tok)]
 	if k == nil {
+		return nil, keyUnknown
+	}
+	return k, keyOK
+}
+
+// writeKeyRefusal answers a request checkKey refused with verdict v.
+func writeKeyRefusal(rc *fasthttp.RequestCtx, s router.Surface, v keyVerdict) {
+	switch v {
+	case keyRepeated:
+		writeAuthError(rc, s, fasthttp.StatusBadRequest,
+			"the Authorization or x-api-key header is repeated; send the client key once",
+			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+	case keyBadScheme:
+		writeAuthError(rc, s, fasthttp.StatusUnauthorized,
+			"the Authorization header is not \"Bearer <key>\"; send the client key as Authorization: Bearer <key> or x-api-key: <key>",
+			upstream.TypeInvalidRequest, codeInvalidAPIKey)
+	case keyConflicting:
+		writeAuthError(rc, s, fasthttp.StatusBadRequest,
+			"the Authorization and x-api-key headers carry different keys; send one client key",
+			upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+	case keyMissing:
+		writeAuthError(rc, s, fasthttp.StatusUnauthorized,
+			"no client key; send it as Authorization: Bearer <key> or x-api-key: <key>",
+			upstream.TypeInvalidRequest, codeInvalidAPIKey)
+	case keyUnknown:
 		writeAuthError(rc, s, fasthttp.StatusUnauthorized, "the client key is not valid",
 			upstream.TypeInvalidRequest, codeInvalidAPIKey)
-		return nil, false
+	default:
+		panic("BUG: hotpath: writeKeyRefusal without a refusal")
 	}
-	return k, true
 }
 
 // bearerToken returns the credentials of an "Bearer <token>" Authorization

@@ -68,6 +68,15 @@ auth:
 	if last.Key != "acme" {
 		t.Fatalf("record key %q; want acme", last.Key)
 	}
+	// The server's HeaderReceived checks the key too, before the body.
+	hr := func() {
+		if g.headerReceived(&req.Header).MaxRequestBodySize == 0 || req.Header.ConnectionClose() {
+			t.Fatal("headerReceived refused a valid key")
+		}
+	}
+	if n := testing.AllocsPerRun(500, hr); n != 0 {
+		t.Fatalf("headerReceived with a valid key allocates %v times, want 0", n)
+	}
 	// GET /v1/models with the key: its own prebuilt list.
 	var mreq fasthttp.Request
 	if err := parseRequest(t, &mreq, "/v1/models", "x-api-key: sy-acme-0123456789abcdef0123456789abcdef\r\n", nil); err != nil {

@@ -249,7 +249,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	sc := scratchPool.Get().(*scratch)
 	defer releaseScratch(sc)
 	sc.key = key
-	if !routeHead(rc, st, s, countTokens, sc, h) {
+	if !routeHead(rc, st, s, countTokens, sc, h) || g.previousRefused(rc, s, key, sc.call.Body) {
 		g.finishKeyed(rc, s, sc.rule, sc.peek.Model, keyName(key))
 		return
 	}
@@ -268,6 +268,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	res := upstream.Walk(rc, &sc.call, sc.cands, deadline, obs)
 	g.reportFenced(sc.key, &res)
 	storeDown(rc, s, &sc.quota, &res)
+	g.rememberResponse(rc, s, sc.key, &res)
 	if tr != nil {
 		tr.takeQuota(&sc.quota) // settled when the answer ends
 		tr.walkReturned(res)

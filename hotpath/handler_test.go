@@ -304,7 +304,7 @@ func TestMalformedHTTPRequest(t *testing.T) {
 	if err := resp.Read(bufioReader(conn)); err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode() != 400 || !strings.HasPrefix(string(resp.Body()), `{"error":{"message":"malformed HTTP request: `) {
+	if resp.StatusCode() != 400 || !strings.HasPrefix(string(resp.Body()), `{"error":{"message":"malformed or conflicting Content-Length`) {
 		t.Errorf("got %d %s", resp.StatusCode(), resp.Body())
 	}
 	noCalls(t, a, b, c)

@@ -13,6 +13,7 @@ import (
 	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/tenancy"
 	"github.com/switchyard/switchyard/tracing"
 	"github.com/switchyard/switchyard/upstream"
 )
@@ -168,6 +169,11 @@ type Gateway struct {
 	// API requests are then refused 503 audit_unavailable after their key
 	// is checked. Set before serving.
 	AuditBehind func() bool
+	// Owners remembers which client key created each Responses API answer;
+	// used only with client keys. nil = no ownership checks. OwnerFailed
+	// hears of a failed Remember (nil = ignored). Set before serving.
+	Owners      tenancy.OwnerStore
+	OwnerFailed func(error)
 	// Tracer, when set, traces each routed request (package tracing);
 	// nil = off, at no cost. Set before serving.
 	Tracer *tracing.Tracer

@@ -239,14 +239,48 @@ func (s *Snapshot) Reachable(k *KeySpec) []Reach {
 func (s *Snapshot) reach(k *KeySpec, reps []string, want []bool, found func(j, t int, w Witness) bool) {
 	allow := compileModelSet(k.Models)
 	var allowed []string
-	for _, m := range reps {
-		if allow.has([]byte(m)) {
-			allowed = append(allowed, m)
+	if k.Models == nil {
+		allowed = reps
+	} else {
+		for _, m := range reps {
+			if allow.has([]byte(m)) {
+				allowed = append(allowed, m)
+			}
+		}
+	}
+	// A rule every request of k matches (its bound user's rule; on
+	// chat-like surfaces also its bound metadata entries' rules and a
+	// stream or has_tools pair) is won before any later rule can be: only
+	// rules up to it need trying, and the fallback only without one.
+	limitAll := noRule
+	if v, ok := s.users[string(k.User)]; k.HasUser && ok {
+		limitAll = v
+	}
+	limitRich := min(limitAll, max(s.stream[0], s.stream[1]), max(s.tools[0], s.tools[1]))
+	for _, p := range k.Metadata {
+		if v, ok := s.meta[string(p.Key)][string(p.Value)]; ok && v < limitRich {
+			limitRich = v
 		}
 	}
 	var buf []Pair
 	for j := -1; j < len(s.rules); j++ {
+		plain, rich := int32(j) <= limitAll, int32(j) <= limitRich
+		if j < 0 {
+			plain, rich = limitAll == noRule, limitRich == noRule
+		}
+		if !plain && !rich {
+			if j >= 0 {
+				break // every later rule comes after the limits too
+			}
+			continue
+		}
 		chain := s.fallback
+		if j >= 0 {
+			chain = s.rules[j].Chain
+		}
+		if !slices.ContainsFunc(chain, func(t int) bool { return want[t] }) {
+			continue
+		}
 		w := Witness{}
 		var models []string
 		if j < 0 {
@@ -288,17 +322,20 @@ func (s *Snapshot) reach(k *KeySpec, reps []string, want []bool, found func(j, t
 			}
 			chain = s.rules[j].Chain
 		}
-		s.reachRule(k, j, chain, models, w, want, &buf, found)
+		s.reachRule(k, j, chain, models, w, want, plain, rich, &buf, found)
 	}
 }
 
 // reachRule is reach for one rule j with chain, trying models with the
 // user and metadata of base.
-func (s *Snapshot) reachRule(k *KeySpec, j int, chain []int, models []string, base Witness, want []bool, buf *[]Pair, found func(j, t int, w Witness) bool) {
+func (s *Snapshot) reachRule(k *KeySpec, j int, chain []int, models []string, base Witness, want []bool, plain, rich bool, buf *[]Pair, found func(j, t int, w Witness) bool) {
 	seen := make(map[int]bool)
 	for _, m := range models {
 		mb := []byte(m)
 		for x := Surface(0); x < NumSurfaces; x++ {
+			if x.ChatLike() && !rich || !x.ChatLike() && !plain {
+				continue // an earlier rule wins there (see reach)
+			}
 			wanted := false
 			for _, t := range chain {
 				if want[t] && !seen[t] && s.ServesModel(t, mb) && s.ServesSurface(t, x) {

@@ -49,6 +49,9 @@ func (a bedrockAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Cal
 	if c.Surface != router.SurfaceChat {
 		return errNotChat
 	}
+	if len(bytes.Trim(upstreamModel, ".")) == 0 {
+		return errDotModel
+	}
 	body, err := bedrockRequestBody(req.SwapBody(nil)[:0], c)
 	req.SwapBody(body)
 	if err != nil {
@@ -99,18 +102,16 @@ func appendPathSegment(dst, s []byte) []byte {
 
 const upperHex = "0123456789ABCDEF"
 
-// appendModelSegment appends a model id as one path segment. An id made
-// only of dots ("." and ".." are dot-segments, RFC 3986 §3.3) would be
-// resolved by any server or proxy normalizing the path, so that
-// /model/../converse reaches /converse: its dots are percent-encoded
-// (%2E), which no normalizer resolves.
+// errDotModel refuses a model id made only of dots (or empty): no Bedrock
+// id is, and "." and ".." are dot-segments (RFC 3986 §3.3) that a
+// normalizing server or proxy resolves, so that /model/../converse would
+// reach /converse; percent-encoding them does not help, since %2E is
+// equivalent to "." (RFC 3986 §2.3).
+var errDotModel = badRequest("a Bedrock model id cannot be empty or made only of dots")
+
+// appendModelSegment appends a model id as one path segment (BuildRequest
+// has refused ids made only of dots).
 func appendModelSegment(dst, id []byte) []byte {
-	if len(id) > 0 && len(bytes.Trim(id, ".")) == 0 {
-		for range id {
-			dst = append(dst, "%2E"...)
-		}
-		return dst
-	}
 	return appendPathSegment(dst, id)
 }
 

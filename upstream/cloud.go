@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"errors"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -209,9 +210,11 @@ var (
 // setVertexClaudeURI sets {base}/v1/projects/{p}/locations/{r}/publishers/anthropic/models/{model}:rawPredict
 // (:streamRawPredict for a stream; count-tokens:rawPredict for count_tokens).
 func setVertexClaudeURI(req *fasthttp.Request, ep *Endpoint, c *Call, model []byte) {
-	var seg [128]byte
 	tail := vertexRaw
-	m := appendModelSegment(seg[:0], model)
+	// Escaped as the Anthropic SDK's vertex option does (url.PathEscape:
+	// "@" of a versioned id stays); the ":" specifier that follows keeps
+	// an id of dots from being a dot-segment.
+	m := byteconv.Bytes(url.PathEscape(byteconv.String(model)))
 	switch {
 	case c.CountTokens:
 		m, tail = nil, vertexCount

@@ -58,6 +58,9 @@ type Result struct {
 	// Fenced is true when the residency guard (Call.Fence) stopped the
 	// walk before calling Target: answered 500 internal_error.
 	Fenced bool
+	// ResponseID is the response id of a committed Responses API stream,
+	// from its response.created event (owned copy); nil otherwise.
+	ResponseID []byte
 }
 
 // Observer receives the events of a walk, for metrics and logs. Methods

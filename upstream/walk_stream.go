@@ -72,6 +72,9 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	rc.SetContentType("text/event-stream")
 	rc.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
 	w.res.Status, w.res.Class, w.res.Stream = resp.StatusCode(), ClassOK, true
+	if surface == router.SurfaceResponses {
+		w.res.ResponseID = createdResponseID(frame) // its owner is recorded before the client reads it
+	}
 	w.headers(t)
 
 	// A client that stops reading (a zero TCP window, which keep-alive

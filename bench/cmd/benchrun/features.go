@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -58,22 +59,32 @@ func (b *bench) featureRows() {
 			if memory != nil {
 				c.row.Direct = memory.row // "added": what Redis adds to the same limits in memory
 			}
-			c.side = func() int64 { // every command but our own INFO
+			// side is read before and after each slice: per command, the
+			// calls made during the row's slices.
+			var last map[string]int64
+			during, after := map[string]int64{}, false
+			c.side = func() int64 {
 				calls, err := redisCommandStats(r.Addr)
 				if err != nil {
 					return -1 << 40 // poisons the sum
 				}
 				var sum int64
 				for k, v := range calls {
-					if k != "info" {
-						sum += v
+					if k == "info" {
+						continue // ours
+					}
+					sum += v
+					if after {
+						during[k] += v - last[k]
 					}
 				}
+				last, after = calls, !after
 				return sum
 			}
 			defer func() {
 				if res := c.row.Result; res != nil && res.Completed > 0 && c.sided >= 0 {
-					c.row.Extra = fmt.Sprintf("Redis commands/req: %.2f; added = over the memory row", float64(c.sided)/float64(res.Completed+res.Errors))
+					n := float64(res.Completed + res.Errors)
+					c.row.Extra = fmt.Sprintf("Redis commands/req: %.2f (%s); added = over the memory row", float64(c.sided)/n, perCommand(during, n))
 				}
 			}()
 		}
@@ -110,6 +121,23 @@ func (b *bench) featureRows() {
 	countUpstream(group, b.primary.Addr)
 	b.compare(group, nil)
 	checkUpstream(group)
+}
+
+// perCommand is "evalsha 1.00, get 0.50" for the commands in calls, most
+// first, each divided by n.
+func perCommand(calls map[string]int64, n float64) string {
+	names := make([]string, 0, len(calls))
+	for k, v := range calls {
+		if v > 0 {
+			names = append(names, k)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return calls[names[i]] > calls[names[j]] })
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s %.2f", k, float64(calls[k])/n)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // startRedis starts redis-server on a free loopback port, without
@@ -174,7 +202,8 @@ func redisCommandStats(addr string) (map[string]int64, error) {
 
 // auditKey runs `switchyard audit keygen` and returns the private key it
 // prints: the first line that is not a "#" comment after a comment naming
-// the private key (the first such line when none does).
+// the private key (the first such line when none does), without a shell
+// assignment's "NAME=".
 func (b *bench) auditKey() (string, error) {
 	out, err := exec.CommandContext(b.ctx, b.syBin, "audit", "keygen").Output()
 	if err != nil {
@@ -188,15 +217,24 @@ func (b *bench) auditKey() (string, error) {
 			private = strings.Contains(strings.ToLower(line), "private")
 		case line == "":
 		case private:
-			return line, nil
+			return unassigned(line), nil
 		case first == "":
-			first = line
+			first = unassigned(line)
 		}
 	}
 	if first == "" {
 		return "", fmt.Errorf("no key in its output")
 	}
 	return first, nil
+}
+
+// unassigned is line without a leading "NAME=" (NAME of A-Z, 0-9, _).
+func unassigned(line string) string {
+	name, value, ok := strings.Cut(line, "=")
+	if !ok || name == "" || strings.TrimFunc(name, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' }) != "" {
+		return line
+	}
+	return value
 }
 
 // otlpSink is an OTLP/HTTP collector that answers 200 to everything and

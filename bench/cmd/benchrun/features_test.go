@@ -53,12 +53,12 @@ func TestRedisCommandStats(t *testing.T) {
 func TestAuditKeyFromKeygen(t *testing.T) {
 	dir := t.TempDir()
 	bin := dir + "/switchyard"
-	out := "# The private key signs the checkpoints: keep it secret (audit.signing_key: ${AUDIT_SIGNING_KEY}).\nPRIVATE-KEY\n# The public key is for auditors\nPUBLIC-KEY\n"
+	out := "# The private key signs the checkpoints: keep it secret (audit.signing_key: ${AUDIT_SIGNING_KEY}).\nAUDIT_SIGNING_KEY=cHJpdmF0ZQ==\n# The public key is for auditors\nAUDIT_PUBLIC_KEY=cHVibGlj\n"
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\nprintf '"+strings.ReplaceAll(out, "\n", "\\n")+"'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	b := &bench{ctx: context.Background(), syBin: bin}
-	if k, err := b.auditKey(); err != nil || k != "PRIVATE-KEY" {
+	if k, err := b.auditKey(); err != nil || k != "cHJpdmF0ZQ==" {
 		t.Fatalf("key %q, %v", k, err)
 	}
 }

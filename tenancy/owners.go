@@ -1,0 +1,124 @@
+// Package tenancy keeps provider-stored state with the tenant that created
+// it (README, Proving residency): the id of each Responses API answer is
+// remembered for the client key that created it, and a request naming a
+// previous_response_id its key did not create is refused before any
+// upstream call. The store is an interface: an in-process one (the
+// default) and a Redis one shared by replicas.
+package tenancy
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// TTL is how long a response id stays owned: OpenAI keeps stored
+// responses for 30 days.
+const TTL = 30 * 24 * time.Hour
+
+// OwnerStore remembers which client key created each response id.
+// Implementations are safe for concurrent use.
+type OwnerStore interface {
+	// Remember records that key created response id, for ttl.
+	Remember(ctx context.Context, id, key string, ttl time.Duration) error
+	// Owner returns the key that created id; "" when none did (unknown
+	// or expired).
+	Owner(ctx context.Context, id string) (string, error)
+}
+
+// Memory is the in-process OwnerStore: at most Max ids, the oldest
+// forgotten first. Safe for concurrent use.
+type Memory struct {
+	mu    sync.Mutex
+	max   int
+	now   func() time.Time
+	owner map[string]memEntry
+	order []string // ids in insertion order, a ring of max slots
+	next  int
+}
+
+type memEntry struct {
+	key     string
+	expires time.Time
+}
+
+// DefaultMemoryMax bounds a Memory store made with max <= 0.
+const DefaultMemoryMax = 200_000
+
+// NewMemory returns a Memory store holding at most max ids (max <= 0:
+// DefaultMemoryMax). now is the clock; nil = time.Now.
+func NewMemory(max int, now func() time.Time) *Memory {
+	if max <= 0 {
+		max = DefaultMemoryMax
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Memory{max: max, now: now, owner: make(map[string]memEntry), order: make([]string, 0, min(max, 1024))}
+}
+
+// Remember implements OwnerStore.
+func (m *Memory) Remember(_ context.Context, id, key string, ttl time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.owner[id]; !ok {
+		if len(m.order) < m.max {
+			m.order = append(m.order, id)
+		} else {
+			old := m.order[m.next]
+			delete(m.owner, old)
+			m.order[m.next] = id
+			m.next = (m.next + 1) % m.max
+		}
+	}
+	m.owner[id] = memEntry{key: key, expires: m.now().Add(ttl)}
+	return nil
+}
+
+// Owner implements OwnerStore.
+func (m *Memory) Owner(_ context.Context, id string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.owner[id]
+	if !ok || !m.now().Before(e.expires) {
+		return "", nil
+	}
+	return e.key, nil
+}
+
+// Len returns the number of ids held (expired ones included until evicted).
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.owner)
+}
+
+// Redis is the OwnerStore shared by replicas: one key per response id,
+// prefix + "resp:" + id, holding the client key's name and expiring with
+// the ownership. Safe for concurrent use.
+type Redis struct {
+	c      rueidis.Client
+	prefix string
+}
+
+// NewRedis returns a Redis store on client c; every key it writes starts
+// with prefix (quotas.redis.key_prefix).
+func NewRedis(c rueidis.Client, prefix string) *Redis { return &Redis{c: c, prefix: prefix} }
+
+func (r *Redis) key(id string) string { return r.prefix + "resp:" + id }
+
+// Remember implements OwnerStore: one SET with EX.
+func (r *Redis) Remember(ctx context.Context, id, key string, ttl time.Duration) error {
+	return r.c.Do(ctx, r.c.B().Set().Key(r.key(id)).Value(key).ExSeconds(int64(ttl/time.Second)).Build()).Error()
+}
+
+// Owner implements OwnerStore: one GET.
+func (r *Redis) Owner(ctx context.Context, id string) (string, error) {
+	s, err := r.c.Do(ctx, r.c.B().Get().Key(r.key(id)).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return "", nil
+	}
+	return s, err
+}
