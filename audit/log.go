@@ -427,7 +427,11 @@ func (l *Log) appendRecord(b []byte, it *item) []byte {
 		b = append(b, `,"residency":`...)
 		b = upstream.AppendJSONString(b, t.Residency)
 		b = append(b, `,"outcome":`...)
-		b = upstream.AppendJSONString(b, s.Class.String())
+		if s.Refused {
+			b = append(b, `"residency_refused"`...)
+		} else {
+			b = upstream.AppendJSONString(b, s.Class.String())
+		}
 		b = append(b, '}')
 	}
 	b = append(b, `],"status":`...)

@@ -221,3 +221,24 @@ func TestLogResumesAfterAPartialLine(t *testing.T) {
 		t.Fatalf("report %+v err %v", r, err)
 	}
 }
+
+func TestLogNamesARefusedMember(t *testing.T) {
+	priv, _ := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(Options{Path: path, Key: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := &upstream.Target{Name: "us", Provider: "openai", Residency: "us", Endpoint: upstream.Endpoint{BaseURL: "https://us.example.com/v1"}}
+	l.Add(&telemetry.Entry{RequestID: []byte("r"), Key: "eu-key", Surface: router.SurfaceChat, Model: []byte("m"), Rule: 0,
+		Walked: []string{"eu", "us"}, Status: 500, Steps: []telemetry.Step{{Target: euTarget, Class: upstream.ClassServer},
+			{Target: us, Class: upstream.ClassClient, Refused: true}}}, "h")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	want := `"attempts":[{"target":"eu","provider":"openai","host":"eu.example.com","residency":"eu","outcome":"server"},{"target":"us","provider":"openai","host":"us.example.com","residency":"us","outcome":"residency_refused"}],"status":500`
+	if !strings.Contains(string(b), want) {
+		t.Fatalf("line %s\nlacks %s", b, want)
+	}
+}

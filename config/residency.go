@@ -96,8 +96,16 @@ func (c *Config) ResidencyWarnings() []Problem {
 			if m := globalBedrockModel(t); m != "" {
 				why = "it can send Bedrock a model id beginning \"global.\" (" + m + "): a global cross-region inference profile, which may run the request in any commercial region; use a geographic profile (eu., us., ...) or a base model id, and list the models the target serves"
 			}
-		case "gemini":
+		case ProviderGemini:
 			why = "the Gemini API serves from Google's global pool and cannot be pinned to a region; use a vertex target with a regional location"
+		case ProviderVertex:
+			if t.Region == VertexGlobal {
+				why = "its Vertex AI region is global: Google may serve the request from any region; use a regional location such as europe-west4"
+			}
+		case ProviderAzure:
+			if t.AzureDeploymentType == AzureGlobal {
+				why = "its azure_deployment_type is global: Azure may process the request in any region; use a datazone or standard deployment"
+			}
 		}
 		if why == "" {
 			continue

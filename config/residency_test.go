@@ -144,3 +144,36 @@ func TestAuditBlock(t *testing.T) {
 
 // testSeed is a 32-byte Ed25519 seed in base64 (all zero bytes).
 const testSeed = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+
+func TestResidencyGlobalPoolWarningsCloud(t *testing.T) {
+	sa := `'{"type":"service_account","client_email":"a@p.iam.gserviceaccount.com","private_key":"k","token_uri":"https://oauth2.googleapis.com/token"}'`
+	src := `
+strategy: {mode: conditional, conditions: [{key: model, value: x, target_key: a}]}
+targets:
+  - {virtual_key: a, provider: openai, api_key: k, residency: eu}
+  - {virtual_key: vg, provider: vertex, project: my-project-123, region: global, credentials_json: ` + sa + `, residency: eu}
+  - {virtual_key: vr, provider: vertex, project: my-project-123, region: europe-west4, credentials_json: ` + sa + `, residency: eu}
+  - {virtual_key: ag, provider: azure, base_url: "https://c.openai.azure.com/openai/v1", api_key: k, azure_deployment_type: global, residency: eu}
+  - {virtual_key: ad, provider: azure, base_url: "https://c.openai.azure.com/openai/v1", api_key: k, azure_deployment_type: datazone, residency: eu}
+  - {virtual_key: gm, provider: gemini, api_key: k, residency: eu}
+  - {virtual_key: gu, provider: gemini, api_key: k}
+`
+	cfg := mustParse(t, src, noEnv)
+	var got []string
+	for _, w := range cfg.ResidencyWarnings() {
+		got = append(got, w.Path+": "+w.Message)
+	}
+	want := []string{
+		`targets[1]: target "vg" has residency "eu" but its Vertex AI region is global`,
+		`targets[3]: target "ag" has residency "eu" but its azure_deployment_type is global`,
+		`targets[5]: target "gm" has residency "eu" but the Gemini API serves from Google's global pool`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("warnings:\n%s", strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("warning %d: %s\nwant prefix %s", i, got[i], want[i])
+		}
+	}
+}

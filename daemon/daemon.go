@@ -162,7 +162,7 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 		d.tel.console.quotas = consoleQuotas{d.gw}
 	}
 	d.tel.attach(d.gw, log)
-	d.attachOwners()
+	d.attachOwners(cfg)
 	if err := d.openAudit(cfg); err != nil {
 		log.Error().Err(err).Msg("cannot open the audit log; not starting")
 		return nil, fmt.Errorf("%w: audit: %v", ErrInvalidConfig, err)

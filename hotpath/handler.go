@@ -266,7 +266,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	// by fasthttp itself), so the timeout counts from then at no extra cost.
 	deadline := rc.Time().Add(st.requestTimeout)
 	res := upstream.Walk(rc, &sc.call, sc.cands, deadline, obs)
-	g.reportFenced(sc.key, &res)
+	g.reportFenced(sc.key, &res, tr)
 	storeDown(rc, s, &sc.quota, &res)
 	g.rememberResponse(rc, s, sc.key, &res)
 	if tr != nil {

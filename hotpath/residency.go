@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -29,9 +30,17 @@ func (k *clientKey) fenceOf() *upstream.Fence {
 	return k.fence
 }
 
-// reportFenced tells Gateway.Fenced that the guard stopped a walk.
-func (g *Gateway) reportFenced(k *clientKey, res *upstream.Result) {
-	if g.Fenced != nil && res.Fenced && res.Target != nil {
+// reportFenced tells Gateway.Fenced that the guard stopped a walk, and
+// notes the refused member as the walk's last step (for the audit log).
+func (g *Gateway) reportFenced(k *clientKey, res *upstream.Result, tr *tracker) {
+	if !res.Fenced || res.Target == nil {
+		return
+	}
+	if tr != nil {
+		tr.reached(res.Target)
+		tr.steps = append(tr.steps, telemetry.Step{Target: res.Target, Class: res.Class, Refused: true})
+	}
+	if g.Fenced != nil {
 		g.Fenced(keyName(k), res.Target.Name)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -67,7 +68,14 @@ func TestResidencyGuardStopsTheWalk(t *testing.T) {
 	tg := startGateway(t, "strategy: {mode: conditional, conditions: [{key: model, value: x, target_key: a}]}\ntargets: [{virtual_key: a, provider: openai, base_url: \"http://127.0.0.1:1/v1\"}]\n")
 	tg.g.Store(buildUnproven(t, tg, expandMocks(leakyYAML, list...)))
 	var mu sync.Mutex
-	var fenced []string
+	var fenced, steps []string
+	tg.g.Finished = func(e *telemetry.Entry) {
+		if n := len(e.Steps); n > 0 && e.Steps[n-1].Refused {
+			mu.Lock()
+			steps = append(steps, e.Steps[n-1].Target.Name)
+			mu.Unlock()
+		}
+	}
 	tg.g.Fenced = func(key, target string) {
 		mu.Lock()
 		fenced = append(fenced, key+"→"+target)
@@ -118,10 +126,24 @@ func TestResidencyGuardStopsTheWalk(t *testing.T) {
 		if got := mocks[eu].calls.Load() - before[eu]; got != c.eu {
 			t.Errorf("%s: %s called %d times; want %d", c.name, eu, got, c.eu)
 		}
+		waitUntil := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			n := len(steps)
+			mu.Unlock()
+			if n > 0 || time.Now().After(waitUntil) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
 		mu.Lock()
 		if len(fenced) != 1 || fenced[0] != "eu-key→"+c.target {
 			t.Errorf("%s: Fenced heard %v; want [eu-key→%s]", c.name, fenced, c.target)
 		}
+		if len(steps) != 1 || steps[0] != c.target {
+			t.Errorf("%s: the record's last step %v; want the refused %s", c.name, steps, c.target)
+		}
+		steps = nil
 		mu.Unlock()
 	}
 	// A key without residency is not fenced: the same request reaches us.

@@ -78,6 +78,8 @@ type Entry struct {
 type Step struct {
 	Target *upstream.Target
 	Class  upstream.Class
+	// Refused: the residency guard stopped the walk at Target, uncalled.
+	Refused bool
 }
 
 // RuleNotRouted is Entry.Rule for a request refused before it was routed:

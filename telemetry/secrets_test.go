@@ -166,12 +166,13 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 		"Stream bool", "Class upstream.Class",
 		// The key's name (never the key), token counts, and the trace id
 		// (validated hex from the client's traceparent).
-		"Key string", "Usage upstream.Usage", "TraceID []uint8",
-		// Spend in micro-USD (a number) and the config's hash. Steps (the
-		// audit log's attempts) holds *upstream.Target, whose Endpoint has
-		// credentials: nothing may write it but the audit writer, which
-		// takes names, hosts and labels only.
-		"Spend int64", "HasSpend bool", "Steps []telemetry.Step", "ConfigHash string",
+		"Key string", "Usage upstream.Usage", "TraceID []uint8", "Spend int64", "HasSpend bool",
+		// The walk's steps point at runtime targets, which hold
+		// credentials: only the audit log reads them, and it writes a
+		// target's name, provider, base URL host and label (audit, and
+		// its test that no credential reaches a line). The config hash is
+		// a SHA-256.
+		"Steps []telemetry.Step", "ConfigHash string",
 	}
 	typ := reflect.TypeFor[Entry]()
 	var got []string

@@ -92,3 +92,34 @@ func TestConfigNotAcceptedSkips(t *testing.T) {
 		t.Fatalf("config file: %q %v", y, err)
 	}
 }
+
+// TestFeatureConfigsLoad keeps the feature rows' blocks in step with the
+// config package, so a schema change fails here instead of turning a row
+// into "skipped: config not accepted".
+func TestFeatureConfigsLoad(t *testing.T) {
+	env := func(name string) (string, bool) {
+		if name == "BENCH_AUDIT_KEY" {
+			return "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", true // a 32-byte seed
+		}
+		return "", false
+	}
+	target := gwTarget{name: "primary", baseURL: "http://127.0.0.1:9001/v1"}
+	eu := target
+	eu.extra = residencyTargetYAML
+	for name, c := range map[string]struct {
+		t     gwTarget
+		extra string
+	}{
+		"limits (memory)": {target, keyYAML + limitsYAML},
+		"limits (Redis)":  {target, keyYAML + limitsYAML + redisYAML("127.0.0.1:6390")},
+		"residency":       {eu, keyYAML + residencyKeyYAML},
+		"audit":           {target, keyYAML + auditYAML(t.TempDir())},
+		"tracing":         {target, tracingYAML("127.0.0.1:4318")},
+		"admin":           {target, adminYAML("127.0.0.1:9090")},
+	} {
+		y := gatewayYAML("127.0.0.1:18080", false, []gwTarget{c.t}, oneRuleRules) + c.extra
+		if _, err := config.Parse(name+".yaml", []byte(y), env); err != nil {
+			t.Errorf("%s: %v\n%s", name, err, y)
+		}
+	}
+}

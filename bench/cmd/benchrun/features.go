@@ -27,6 +27,27 @@ const (
 	keyYAML = "auth:\n  keys:\n    - name: bench\n      key: " + benchClientKey + "\n"
 )
 
+// The feature blocks (README, Quotas; Residency; Audit log; Tracing; Admin
+// console), appended to the 1-rule config.
+const (
+	residencyTargetYAML = "    residency: eu\n"
+	residencyKeyYAML    = "      residency: [eu]\n"
+)
+
+func redisYAML(addr string) string {
+	return "quotas:\n  store: redis\n  redis:\n    url: redis://" + addr + "\n"
+}
+
+func auditYAML(dir string) string {
+	return "audit:\n  path: " + dir + "/audit.jsonl\n  signing_key: ${BENCH_AUDIT_KEY}\n"
+}
+
+func tracingYAML(addr string) string {
+	return "tracing:\n  otlp_endpoint: http://" + addr + "\n  sample_ratio: 0.01\n"
+}
+
+func adminYAML(addr string) string { return "admin:\n  listen: " + addr + "\n" }
+
 func (b *bench) featureRows() {
 	bare := &harness.Row{Name: rowBare + " (features)", CPUSeconds: -1, Mallocs: -1}
 	sy := &harness.Row{Name: rowSy1 + " (features)", CPUSeconds: -1, Mallocs: -1, Bare: bare}
@@ -53,8 +74,7 @@ func (b *bench) featureRows() {
 		row("limits (Redis on loopback)").Skipped = "redis-server: " + firstLine(err.Error())
 	} else {
 		defer r.Stop()
-		quotas := fmt.Sprintf("quotas:\n  store: redis\n  redis:\n    url: redis://%s\n", r.Addr)
-		c := add("limits (Redis on loopback)", gwProc{appendYAML: keyYAML + limitsYAML + quotas}, target)
+		c := add("limits (Redis on loopback)", gwProc{appendYAML: keyYAML + limitsYAML + redisYAML(r.Addr)}, target)
 		if c != nil {
 			if memory != nil {
 				c.row.Direct = memory.row // "added": what Redis adds to the same limits in memory
@@ -91,27 +111,26 @@ func (b *bench) featureRows() {
 	}
 
 	eu := target
-	eu.extra = "    residency: eu\n"
-	add("residency", gwProc{appendYAML: keyYAML + "      residency: [eu]\n"}, eu)
+	eu.extra = residencyTargetYAML
+	add("residency", gwProc{appendYAML: keyYAML + residencyKeyYAML}, eu)
 
 	if key, err := b.auditKey(); err != nil {
 		row("audit log on").Skipped = "`switchyard audit keygen`: " + firstLine(err.Error())
 	} else {
-		audit := fmt.Sprintf("audit:\n  path: %s/audit.jsonl\n  signing_key: ${BENCH_AUDIT_KEY}\n", b.tmp)
-		add("audit log on", gwProc{appendYAML: keyYAML + audit, env: []string{"BENCH_AUDIT_KEY=" + key}}, target)
+		add("audit log on", gwProc{appendYAML: keyYAML + auditYAML(b.tmp), env: []string{"BENCH_AUDIT_KEY=" + key}}, target)
 	}
 
 	sink, spans, err := otlpSink()
 	if err == nil {
 		defer sink.Close()
-		c := add("tracing sample_ratio 0.01", gwProc{appendYAML: fmt.Sprintf("tracing:\n  otlp_endpoint: http://%s\n  sample_ratio: 0.01\n", sink.Addr())}, target)
+		c := add("tracing sample_ratio 0.01", gwProc{appendYAML: tracingYAML(sink.Addr().String())}, target)
 		if c != nil {
 			defer func() { c.row.Extra = fmt.Sprintf("OTLP exports received: %d", spans.Load()) }()
 		}
 	}
 
 	if adminAddr, err := freeAddr(); err == nil {
-		c := add("admin listener + a client polling /api/decisions", gwProc{appendYAML: "admin:\n  listen: " + adminAddr + "\n"}, target)
+		c := add("admin listener + a client polling /api/decisions", gwProc{appendYAML: adminYAML(adminAddr)}, target)
 		if c != nil {
 			stop := pollDecisions("http://" + adminAddr + "/api/decisions")
 			defer func() { c.row.Extra = fmt.Sprintf("polls answered 200: %d", stop()) }()
