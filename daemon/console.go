@@ -29,6 +29,8 @@ type console struct {
 	// tracing is the tracing block it started with.
 	tracing config.Tracing
 	ln      net.Listener
+	// quotas feeds the console's quota columns (see consoleQuotas).
+	quotas admin.Quotas
 }
 
 // newConsole builds the console and tracer cfg asks for; nil when neither.
@@ -64,7 +66,7 @@ func (c *console) attach(g *hotpath.Gateway, log zerolog.Logger) {
 	}
 	g.Tracer = c.tracer
 	if c.rec != nil {
-		c.srv = admin.New(admin.Options{Gateway: g, Recorder: c.rec, Reloads: c.hist, Admin: c.cfg,
+		c.srv = admin.New(admin.Options{Gateway: g, Recorder: c.rec, Reloads: c.hist, Admin: c.cfg, Quotas: c.quotas,
 			Version: cli.CurrentVersion(), Log: log.With().Str("component", "admin").Logger()})
 	}
 }

@@ -158,6 +158,9 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 	d.tel.metrics.AddSeries(d.quotas.Metrics().WritePrometheus)
 	st.Quota = d.quotas.Plan(cfg)
 	d.gw = hotpath.New(st)
+	if d.tel.console != nil {
+		d.tel.console.quotas = consoleQuotas{d.gw}
+	}
 	d.tel.attach(d.gw, log)
 	d.attachOwners(cfg)
 	if err := d.openAudit(cfg); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchyard/switchyard/bench/mock"
 	"github.com/switchyard/switchyard/quota"
+	"github.com/switchyard/switchyard/quota/redistest"
 )
 
 type quotaRoom = quota.Room
@@ -257,5 +258,103 @@ func TestQuotaRefundsAndStreams(t *testing.T) {
 	}
 	if used := before.Left[2] - after.Left[2]; used != 25 {
 		t.Fatalf("the stream took %d tokens of the key's day; want its usage, 25 (reserved 500+)", used)
+	}
+}
+
+// TestQuotaInConsole: the operator's console shows a key's quota use and a
+// target's quota room (GET /api/status).
+func TestQuotaInConsole(t *testing.T) {
+	a, b, c := startMock(t, mock.Options{Name: "a"}), startMock(t, mock.Options{Name: "b"}), startMock(t, mock.Options{Name: "c"})
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	cfg := quotaConfig(a, b, c, "{requests_per_minute: 5}", "{requests_per_minute: 10, spend_per_day_usd: 1}")
+	// A spend limit needs a price for every model the key can route: the
+	// fallback c prices any model.
+	cfg = strings.Replace(cfg, `"mock-*": {input: 1, output: 1}`, `"*": {input: 1, output: 1}`, 1)
+	writeFile(t, path, cfg+"admin:\n  listen: 127.0.0.1:0\n")
+	logs := &syncBuffer{}
+	d, base := startDaemon(t, path, logs)
+	if err := d.StartConsole(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.stopConsole(t.Context()) })
+	cl := newClient()
+	for i := 0; i < 3; i++ {
+		if resp, body := keyedPost(t, cl, base+"/v1/chat/completions", quotaChat); resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	}
+	resp, err := cl.Get("http://" + d.ConsoleAddr().String() + "/api/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	s := string(body)
+	for _, want := range []string{
+		`{"name":"requests_per_minute","limit":10,"used":3,"remaining":7}`,
+		`{"name":"spend_per_day_usd","limit":1,"used":0.00057,"remaining":0.99943}`,
+		`{"name":"requests_per_minute","limit":5,"used":3,"remaining":2}`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("missing %s in /api/status:\n%s", want, s)
+		}
+	}
+}
+
+// TestQuotaStoreDownDeny: with store: redis and on_store_failure: deny, a
+// Redis that is gone answers 503 quota_store_unavailable with no upstream
+// call, whether the key or only the member has limits; Redis back, the
+// next requests are served again without a restart.
+func TestQuotaStoreDownDeny(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b, c := startMock(t, mock.Options{Name: "a"}), startMock(t, mock.Options{Name: "b"}), startMock(t, mock.Options{Name: "c"})
+	cfg := quotaConfig(a, b, c, "{requests_per_minute: 100}", "{requests_per_minute: 100}")
+	cfg = strings.Replace(cfg, "    prices: {mock-model: {input: 1, output: 2}}", "    prices: {mock-model: {input: 1, output: 2}}\n    limits: {requests_per_minute: 100}", 1)
+	cfg += "quotas:\n  store: redis\n  redis: {url: " + srv.URL() + ", timeout: 100ms}\n  on_store_failure: deny\n" +
+		"  replicas: 2\n"
+	// A second key without limits of its own.
+	cfg = strings.Replace(cfg, "auth:\n  keys:\n", "auth:\n  keys:\n    - {name: open, key: sy-open-key-0123456789abcdef}\n", 1)
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	writeFile(t, path, cfg)
+	_, base := startDaemon(t, path, io.Discard)
+	cl := newClient()
+	openPost := func() (int, string) {
+		req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(quotaChat))
+		req.Header.Set("Authorization", "Bearer sy-open-key-0123456789abcdef")
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if resp, body := keyedPost(t, cl, base+"/v1/chat/completions", quotaChat); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	srv.Kill()
+	calls := a.Stats().Requests + b.Stats().Requests + c.Stats().Requests
+	for i := 0; i < 3; i++ {
+		if resp, body := keyedPost(t, cl, base+"/v1/chat/completions", quotaChat); resp.StatusCode != 503 || !strings.Contains(body, `"code":"quota_store_unavailable"`) {
+			t.Fatalf("key with limits, Redis gone: %d %s", resp.StatusCode, body)
+		}
+		if code, body := openPost(); code != 503 || !strings.Contains(body, `"code":"quota_store_unavailable"`) {
+			t.Fatalf("members with limits, Redis gone: %d %s", code, body)
+		}
+	}
+	if now := a.Stats().Requests + b.Stats().Requests + c.Stats().Requests; now != calls {
+		t.Fatalf("%d upstream calls while the store was down", now-calls)
+	}
+	srv.Restart()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, _ := keyedPost(t, cl, base+"/v1/chat/completions", quotaChat)
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d 5s after Redis came back", resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

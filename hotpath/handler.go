@@ -267,6 +267,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	deadline := rc.Time().Add(st.requestTimeout)
 	res := upstream.Walk(rc, &sc.call, sc.cands, deadline, obs)
 	g.reportFenced(sc.key, &res, tr)
+	storeDown(rc, s, &sc.quota, &res)
 	g.rememberResponse(rc, s, sc.key, &res)
 	if tr != nil {
 		tr.takeQuota(&sc.quota) // settled when the answer ends

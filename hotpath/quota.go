@@ -71,3 +71,16 @@ func (tr *tracker) settleQuota(res upstream.Result, now time.Time) {
 		tr.entry.Spend, tr.entry.HasSpend = spend, true
 	}
 }
+
+// storeDown turns a walk whose members were all skipped for their quota
+// into 503 quota_store_unavailable when the reason was the store failing
+// with on_store_failure: deny (a skip could not know the member's room).
+func storeDown(rc *fasthttp.RequestCtx, s router.Surface, q *quota.Request, res *upstream.Result) {
+	if res.Class != upstream.ClassQuota || !q.StoreDown() {
+		return
+	}
+	rc.Response.Header.Del(fasthttp.HeaderRetryAfter)
+	writeSurfaceError(rc, s, fasthttp.StatusServiceUnavailable, "the quota store is unavailable; try again shortly",
+		upstream.TypeUpstream, quota.CodeQuotaStoreUnavailable)
+	res.Status = fasthttp.StatusServiceUnavailable
+}

@@ -69,8 +69,10 @@ type Quotas struct {
 func New(ctx context.Context, cfg *config.Config, client rueidis.Client, log zerolog.Logger) *Quotas {
 	q := &Quotas{log: log, metrics: newMetrics(), now: time.Now, ctx: ctx, client: client}
 	if cfg.Quotas.Store == config.StoreRedis && client != nil {
-		q.redis = NewRedis(ctx, client, cfg.Quotas.Redis.Timeout)
+		q.redis = newRedis(client, cfg.Quotas.Redis.Timeout)
 		q.redis.observe = q.metrics.observeRoundTrip
+		q.redis.down = q.down.Load
+		go q.redis.settleLoop(ctx)
 		q.local = NewMemory()
 		q.metrics.mode.Store(uint32(ModeRedis))
 	} else {
@@ -212,6 +214,7 @@ func (q *Quotas) probe() {
 		if err := q.redis.ping(); err != nil {
 			continue
 		}
+		q.redis.flushHeld(time.Second)
 		q.metrics.setMode(ModeRedis)
 		q.log.Info().Msg("quota store answers again; counting on it")
 		q.down.Store(false)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -107,16 +108,20 @@ end
 return out
 `)
 
-// settleScript applies settlements. KEYS are counters; ARGV holds, per
-// key, kind, limit, delta, full and the reservation's window (see
-// bucketAdjust and budgetAdjust).
+// settleScript applies settlements, once: KEYS[1] names this call (a call
+// retried after a timeout may have been applied already, by a Redis that
+// was only slow, and must not count twice; the name is kept 120 s, far
+// longer than a retried call can be in flight); the other KEYS are counters,
+// with ARGV holding, per counter, kind, limit, delta, full and the
+// reservation's window (see bucketAdjust and budgetAdjust).
 var settleScript = rueidis.NewLuaScript(luaClock + `
-for i = 1, #KEYS do
-  local kind = tonumber(ARGV[5*i-4])
-  local lim = tonumber(ARGV[5*i-3])
-  local delta = tonumber(ARGV[5*i-2])
-  local full = tonumber(ARGV[5*i-1])
-  local wres = tonumber(ARGV[5*i])
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', 120) then return 0 end
+for i = 2, #KEYS do
+  local kind = tonumber(ARGV[5*i-9])
+  local lim = tonumber(ARGV[5*i-8])
+  local delta = tonumber(ARGV[5*i-7])
+  local full = tonumber(ARGV[5*i-6])
+  local wres = tonumber(ARGV[5*i-5])
   if kind == 0 then
     if delta ~= 0 then
       local tat = rate_tat(KEYS[i], lim)
@@ -196,6 +201,13 @@ type Redis struct {
 	settleCalls atomic.Int64
 	// lost counts settlements dropped because the queue was full.
 	lost atomic.Int64
+	// down, when set, reports that checks found the store failing (the
+	// settlement loop then waits before sending again).
+	down func() bool
+	// flush is set by the recovery probe: send held settlements although
+	// checks still count locally. unsent counts settlements queued or held.
+	flush  atomic.Bool
+	unsent atomic.Int64
 	// observe, when set, hears each check's round-trip time.
 	observe func(time.Duration)
 }
@@ -210,9 +222,15 @@ type settleOp struct {
 // NewRedis returns a Redis store on client; calls are bounded by timeout.
 // Settlement runs until ctx ends.
 func NewRedis(ctx context.Context, client rueidis.Client, timeout time.Duration) *Redis {
-	r := &Redis{client: client, timeout: timeout, ops: make(chan settleOp, 1<<16)}
+	r := newRedis(client, timeout)
 	go r.settleLoop(ctx)
 	return r
+}
+
+// newRedis is NewRedis without the settlement loop (start it with go
+// settleLoop once the hooks are set).
+func newRedis(client rueidis.Client, timeout time.Duration) *Redis {
+	return &Redis{client: client, timeout: timeout, ops: make(chan settleOp, 1<<16)}
 }
 
 // Calls returns how many check round trips the store made.
@@ -248,6 +266,13 @@ func (r *Redis) reserve(s *Subject, tokens int64, now time.Time, res *Reservatio
 		wait := time.Duration(vals[2]) * time.Microsecond
 		if !k.Rate() {
 			wait = windowEnd(now, k)
+		} else if s.loc != nil {
+			// A refusal says how full the bucket is too: the local
+			// fallback mirrors it (see seedLocal), so a switch right
+			// after a run of refusals is no burst.
+			n := min(cost(k, tokens), s.Limit[k])
+			s.loc.c[k].Store(now.UnixNano() + rateWindow + int64(wait) - unitsNS(n, s.Limit[k]))
+			s.loc.lim[k].Store(s.local[k])
 		}
 		res.deny(k, wait)
 		return nil
@@ -297,9 +322,11 @@ func (r *Redis) settle(s *Subject, res *Reservation, tokens, spend int64, refund
 	if len(op.keys) == 0 {
 		return
 	}
+	r.unsent.Add(1)
 	select {
 	case r.ops <- op:
 	default:
+		r.unsent.Add(-1)
 		r.lost.Add(1)
 	}
 }
@@ -310,12 +337,16 @@ const maxBatch = 512
 // settleLoop sends queued settlements in batches: one pipelined round trip
 // a batch, with one script call per subject in it (a subject's keys share
 // a hash slot, so this holds on Redis Cluster too). A call that fails is
-// kept and sent again once the store answers, so an outage loses no
-// settlement unless the queue overflows.
+// kept, with its id, and sent again once the store answers: an outage
+// loses no settlement unless the queue overflows, and none counts twice.
 func (r *Redis) settleLoop(ctx context.Context) {
+	var retry []rueidis.LuaExec // failed calls, ids kept
+	var retryOps []int64        // settlements in each retried call
 	var batch []settleOp
+	var seq uint64
+	run := strconv.FormatInt(time.Now().UnixNano(), 36) // ids unique across restarts
 	for {
-		if len(batch) == 0 {
+		if len(retry) == 0 && len(batch) == 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -333,37 +364,48 @@ func (r *Redis) settleLoop(ctx context.Context) {
 			}
 		}
 		// One call per subject, in queue order within it.
-		var execs []rueidis.LuaExec
-		var owners [][]settleOp
+		execs, ops := retry, retryOps
 		at := map[string]int{}
 		for _, op := range batch {
 			i, ok := at[op.tag]
 			if !ok {
 				i = len(execs)
 				at[op.tag] = i
-				execs = append(execs, rueidis.LuaExec{})
-				owners = append(owners, nil)
+				seq++
+				id := op.keys[0][:strings.Index(op.keys[0], "}")+1] + ":settle:" + run + "." + strconv.FormatUint(seq, 36)
+				execs = append(execs, rueidis.LuaExec{Keys: []string{id}})
+				ops = append(ops, 0)
 			}
+			ops[i]++
 			execs[i].Keys = append(execs[i].Keys, op.keys...)
 			execs[i].Args = append(execs[i].Args, op.args...)
-			owners[i] = append(owners[i], op)
 		}
+		batch = batch[:0]
 		cctx, cancel := context.WithTimeout(ctx, max(r.timeout, 250*time.Millisecond))
 		results := settleScript.ExecMulti(cctx, r.client, execs...)
 		cancel()
 		r.settleCalls.Add(int64(len(execs)))
-		var failed []settleOp
+		retry, retryOps = nil, nil
 		for i, res := range results {
 			if err := res.Error(); err != nil && !isScriptError(err) {
-				failed = append(failed, owners[i]...)
+				retry = append(retry, execs[i])
+				retryOps = append(retryOps, ops[i])
+				continue
 			}
+			r.unsent.Add(-ops[i])
 		}
-		batch = append(batch[:0], failed...)
-		if len(batch) > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
+		if len(retry) > 0 {
+			// Wait for the store: while it is down, sending again only
+			// piles calls up in front of it.
+			for wait := 0; ; wait++ {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				if r.down == nil || !r.down() || r.flush.Load() || wait >= 50 {
+					break
+				}
 			}
 		}
 	}
@@ -385,3 +427,14 @@ func (r *Redis) ping() error {
 
 // pending returns the settlements waiting in the queue.
 func (r *Redis) pending() int { return len(r.ops) }
+
+// flushHeld sends the held settlements (what was counted locally during an
+// outage) before checks return to the store, so the store never admits
+// against counters that miss them; it gives up after limit.
+func (r *Redis) flushHeld(limit time.Duration) {
+	r.flush.Store(true)
+	defer r.flush.Store(false)
+	for end := time.Now().Add(limit); r.unsent.Load() > 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}

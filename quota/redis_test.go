@@ -34,7 +34,7 @@ func (l *lockedBuffer) String() string {
 }
 
 // testRedisTimeout is quotas.redis.timeout in redisQuotas.
-var testRedisTimeout = "100ms"
+var testRedisTimeout = "300ms"
 
 // redisQuotas builds a Quotas on the Redis at url with the quotas block
 // extra (indented 2) and key acme's limits; logs go to the returned buffer.
@@ -109,7 +109,12 @@ func TestRedisOneRoundTripPerCheck(t *testing.T) {
 	if !strings.Contains(stats, "cmdstat_evalsha:calls="+strconv.Itoa(n)) && !strings.Contains(stats, "cmdstat_evalsha:calls=") {
 		t.Fatalf("no evalsha in command stats:\n%s", stats)
 	}
-	keys := strings.Fields(srv.Do("KEYS", "*"))
+	var keys []string
+	for _, k := range strings.Fields(srv.Do("KEYS", "*")) {
+		if !strings.Contains(k, ":settle:") { // settlement calls' names, kept 120 s
+			keys = append(keys, k)
+		}
+	}
 	if len(keys) != 5 {
 		t.Fatalf("keys %q; want the five counters of acme", keys)
 	}
@@ -239,7 +244,7 @@ func TestRedisFailureModes(t *testing.T) {
 				// Generous: the point is "bounded by the timeout", not a
 				// benchmark; a hang would be the connection's 10 s.
 				if slowest > 2*time.Second {
-					t.Errorf("a check took %s with quotas.redis.timeout 100ms", slowest)
+					t.Errorf("a check took %s with quotas.redis.timeout 300ms", slowest)
 				}
 				switch mode {
 				case "local":

@@ -27,7 +27,13 @@ type Request struct {
 	priced     bool
 	// minWait is the shortest wait among members skipped for quota.
 	minWait time.Duration
+	// storeDown: a member was skipped because the store failed (deny).
+	storeDown bool
 }
+
+// StoreDown reports whether a member was skipped because the quota store
+// failed and on_store_failure is deny.
+func (r *Request) StoreDown() bool { return r.storeDown }
 
 // Begin starts r for a request of client key keyName (its name; "" without
 // auth) with body on plan p, reserving on the key's limits at now (the
@@ -108,6 +114,7 @@ func (r *Request) Enter(target string) (wait time.Duration, ok bool) {
 		w := r.memberRes.RetryAfter
 		if r.memberRes.Unavailable {
 			w = time.Second
+			r.storeDown = true
 		}
 		if r.minWait < 0 || w < r.minWait {
 			r.minWait = w
