@@ -77,9 +77,17 @@ type Daemon struct {
 	// later reloads say.
 	logCfg config.Log
 	pool   *upstream.Pool
-	gw     *hotpath.Gateway
-	srv    *fasthttp.Server
-	tel    tele // metrics and access log hooks
+
+	// lnMu guards ln, the listener Serve was given, and down, set by
+	// Shutdown: a Shutdown that comes before Serve has handed ln to the
+	// server must still end Serve (fasthttp only closes the listeners it
+	// has registered).
+	lnMu sync.Mutex
+	ln   net.Listener
+	down bool
+	gw   *hotpath.Gateway
+	srv  *fasthttp.Server
+	tel  tele // metrics and access log hooks
 	// quotas counts rate limits and budgets; quotaCfg is the config whose
 	// quotas.store and quotas.redis it was built from (restart-only).
 	quotas   *quota.Quotas
@@ -216,6 +224,13 @@ func (d *Daemon) Addr() net.Addr {
 // Serve serves ln until Shutdown; it returns nil after Shutdown, else the
 // error that stopped the server. It logs the address it serves on.
 func (d *Daemon) Serve(ln net.Listener) error {
+	d.lnMu.Lock()
+	if d.down {
+		d.lnMu.Unlock()
+		return ln.Close()
+	}
+	d.ln = ln
+	d.lnMu.Unlock()
 	a := ln.Addr()
 	d.addr.Store(&a)
 	d.gw.SetListenAddr(a)
@@ -246,7 +261,17 @@ func (d *Daemon) Serve(ln net.Listener) error {
 func (d *Daemon) Shutdown(ctx context.Context) error {
 	d.gw.SetDraining(true)
 	defer d.stopConsole(ctx)
-	return d.srv.ShutdownWithContext(ctx)
+	d.lnMu.Lock()
+	d.down = true
+	if d.ln != nil {
+		d.ln.Close() // fasthttp closes it too once registered; a second Close is harmless
+	}
+	d.lnMu.Unlock()
+	err := d.srv.ShutdownWithContext(ctx)
+	if errors.Is(err, net.ErrClosed) {
+		err = nil // the listener closed above; the drain itself ran to its end
+	}
+	return err
 }
 
 // ShutdownTimeout is server.shutdown_timeout of the configuration served
