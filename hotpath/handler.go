@@ -134,8 +134,13 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	// what that pass found.
 	st := g.Load() // once: the whole request runs on this config
 	r := routeOf(rc.URI().PathOriginal())
-	var h head
-	if why := g.screenRequest(rc, st, &h); why != refusedNone {
+	// The head is pooled rather than on this frame: a committed stream is
+	// relayed beneath it, and its 216 bytes would stay on that stack for
+	// the stream's life (TestCommittedStreamStack).
+	hp := headPool.Get().(*head)
+	defer putHead(hp)
+	h := hp
+	if why := g.screenRequest(rc, st, h); why != refusedNone {
 		g.refuse(rc, r, why, true)
 		return
 	}
@@ -151,7 +156,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
 		}
-		g.proxy(rc, st, s, r == routeCountTokens, &h)
+		g.proxy(rc, st, s, r == routeCountTokens, h)
 		return
 	}
 	// The gateway's own endpoints answer GET (and HEAD, which fasthttp
@@ -169,7 +174,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 		}
 		body := st.ModelsBody
 		if st.keys != nil { // the list the key can route, in OpenAI's shape
-			k, ok := authenticateHead(rc, st, router.SurfaceChat, &h)
+			k, ok := authenticateHead(rc, st, router.SurfaceChat, h)
 			if !ok {
 				return
 			}
@@ -440,4 +445,12 @@ func (g *Gateway) recoverPanic(rc *fasthttp.RequestCtx) {
 	}
 	writeError(rc, fasthttp.StatusInternalServerError, "internal gateway error",
 		upstream.TypeServer, upstream.CodeInternalError)
+}
+
+// headPool holds the header-section records Handler fills; see Handler.
+var headPool = sync.Pool{New: func() any { return new(head) }}
+
+func putHead(h *head) {
+	*h = head{}
+	headPool.Put(h)
 }
