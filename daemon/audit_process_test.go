@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/audit"
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // auditConfig: one eu target, one client key, the audit log at path

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // TestOpenGatewayWarning: without auth, New warns once when the listen

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/hotpath"
 	"github.com/switchyard/switchyard/upstream"

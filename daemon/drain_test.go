@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // buildBinary builds switchyard from the repository root into dir.

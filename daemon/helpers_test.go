@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // syncBuffer is a log sink safe for concurrent writes and reads.
@@ -36,7 +36,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startMock starts a bench/mock upstream on 127.0.0.1 and closes it at the
+// startMock starts a mock upstream on 127.0.0.1 and closes it at the
 // end of the test.
 func startMock(t *testing.T, o mock.Options) *mock.Server {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // TestFasthttpLoggerLevels: fasthttp's per-connection error lines (one per

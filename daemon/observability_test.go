@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // TestObservabilityAfterTraffic checks README, Metrics and logs end to end, through the

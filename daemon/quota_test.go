@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/quota/redistest"
 )

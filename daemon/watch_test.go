@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // watchConfig routes model m to target want (a or b); both targets exist.

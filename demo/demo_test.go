@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/daemon"
 )

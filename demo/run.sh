@@ -51,7 +51,7 @@ trap 'cleanup; exit 0' INT TERM
 
 echo "demo: building switchyard and mockupstream"
 "$GO" build -o "$work/switchyard" .
-"$GO" build -o "$work/mockupstream" ./bench/cmd/mockupstream
+"$GO" build -o "$work/mockupstream" ./mock/cmd/mockupstream
 
 # wait_ready URL PID NAME LOG: poll URL until it answers 2xx; fail if PID died.
 wait_ready() {

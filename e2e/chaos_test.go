@@ -15,10 +15,10 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
-// The soak's upstreams (soak_test.go): bench/mocks whose failure mode
+// The soak's upstreams (soak_test.go): mocks whose failure mode
 // flips every few hundred milliseconds, and a server that draws a
 // misbehaviour per request; all record what they were sent.
 
@@ -45,7 +45,7 @@ func (l *soakLedger) saw(target, id, auth string) {
 	}
 }
 
-// soakMock is a bench/mock behind a recording front, owned by the soak (not
+// soakMock is a mock behind a recording front, owned by the soak (not
 // closed by t.Cleanup, so the goroutine check can run after it closed).
 type soakMock struct {
 	m   *mock.Server
@@ -73,7 +73,7 @@ type quietFastLogger struct{}
 
 func (quietFastLogger) Printf(string, ...any) {}
 
-// soakChaos flips a bench/mock between failure modes until stop closes.
+// soakChaos flips a mock between failure modes until stop closes.
 func soakChaos(m *mock.Server, seed uint64, stop <-chan struct{}, wg *sync.WaitGroup) {
 	defer wg.Done()
 	rng := rand.New(rand.NewPCG(seed, 1))

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/daemon"
 )
 
-// The cloud providers end to end: the real daemon in front of bench/mock's
+// The cloud providers end to end: the real daemon in front of mock's
 // Cloud mock (Azure deployment paths and api-key, Vertex rawPredict and the
 // OpenAI-compatible endpoint, Gemini, and both token endpoints).
 

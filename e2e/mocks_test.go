@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/valyala/fasthttp"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // received is one request as an upstream mock saw it.
@@ -67,8 +67,8 @@ func recordHTTP(rec *recorder, r *http.Request) []byte {
 	return b
 }
 
-// openaiMock is a bench/mock server whose requests are recorded before the
-// mock answers them (bench/mock counts requests but keeps no headers).
+// openaiMock is a mock server whose requests are recorded before the
+// mock answers them (mock counts requests but keeps no headers).
 type openaiMock struct {
 	recorder
 	m    *mock.Server
@@ -76,7 +76,7 @@ type openaiMock struct {
 	addr string
 }
 
-// startOpenAIMock serves a bench/mock named name on 127.0.0.1 that requires
+// startOpenAIMock serves a mock named name on 127.0.0.1 that requires
 // the bearer key, and closes it at the end of the test.
 func startOpenAIMock(t *testing.T, name, key string) *openaiMock {
 	t.Helper()
@@ -105,7 +105,7 @@ func startOpenAIMock(t *testing.T, name, key string) *openaiMock {
 
 func (o *openaiMock) baseURL() string { return "http://" + o.addr + "/v1" }
 
-// mockContent is the completion text bench/mock answers with its default
+// mockContent is the completion text mock answers with its default
 // ResponseBytes (64): its word pattern, repeated.
 var mockContent = strings.Repeat("the quick brown fox jumps over the lazy dog ", 2)[:64]
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/quota/redistest"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/switchyard/switchyard/bench/bareproxy"
 	"github.com/switchyard/switchyard/bench/load"
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // TestSmoke runs the harness end to end in-process for about a second:

@@ -9,7 +9,7 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 func TestHistogramBuckets(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/daemon"
 )
 

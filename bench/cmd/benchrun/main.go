@@ -89,7 +89,7 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	b.rep.Command = strings.TrimSpace("go run ./bench/cmd/benchrun " + strings.Join(os.Args[1:], " "))
 
 	log.Info().Str("dir", tmp).Msg("building binaries")
-	if err := goBuild(ctx, root, filepath.Join(tmp, "bin")+"/", "./bench/cmd/mockupstream", "./bench/cmd/bareproxy"); err != nil {
+	if err := goBuild(ctx, root, filepath.Join(tmp, "bin")+"/", "./mock/cmd/mockupstream", "./bench/cmd/bareproxy"); err != nil {
 		return fmt.Errorf("build bench binaries: %w", err)
 	}
 	b.mockBin, b.bareBin = filepath.Join(tmp, "bin", "mockupstream"), filepath.Join(tmp, "bin", "bareproxy")

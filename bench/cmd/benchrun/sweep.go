@@ -8,7 +8,7 @@ import (
 
 	"github.com/switchyard/switchyard/bench/harness"
 	"github.com/switchyard/switchyard/bench/load"
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // sweep measures latency against offered open-loop load for the bare proxy

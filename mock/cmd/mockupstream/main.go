@@ -1,5 +1,5 @@
 // Command mockupstream runs the OpenAI-compatible mock upstream of package
-// bench/mock on 127.0.0.1. Its first line on stdout is
+// mock on 127.0.0.1. Its first line on stdout is
 // "listening http://ADDR" (ADDR is the bound address, useful with port 0).
 //
 //	mockupstream -listen 127.0.0.1:9001 -name primary -latency 5ms
@@ -7,7 +7,7 @@
 //	curl -XPOST  http://127.0.0.1:9001/_mock/reset               # recover
 //	curl         http://127.0.0.1:9001/_mock/stats               # counters
 //
-// With -cloud it runs bench/mock's Cloud mock instead (Azure OpenAI, Vertex
+// With -cloud it runs mock's Cloud mock instead (Azure OpenAI, Vertex
 // AI, Gemini and their token endpoints): keys from MOCK_AZURE_KEY,
 // MOCK_GEMINI_KEY and MOCK_ENTRA_SECRET; -sa-key-out writes a fresh
 // service-account key whose token_uri is this mock, for a vertex target.
@@ -24,7 +24,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/switchyard/switchyard/bench/mock"
+	"github.com/switchyard/switchyard/mock"
 )
 
 func main() {
