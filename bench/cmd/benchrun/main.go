@@ -159,7 +159,7 @@ func (b *bench) setupPinning() {
 		if err := harness.PinSelf(allowed[1:2]); err != nil {
 			b.log.Warn().Err(err).Msg("cannot pin; running unpinned")
 		} else {
-			b.proxyCPUs, b.sideCPUs = allowed[0:1], allowed[1:2]
+			b.proxyCPUs, b.sideCPUs, b.allCPUs = allowed[0:1], allowed[1:2], allowed
 			*method = append(*method, fmt.Sprintf("Placement: the proxy under test (bare proxy or Switchyard) alone on CPU %d with GOMAXPROCS=1; mock upstreams and the load driver on CPU %d, each GOMAXPROCS=1 (sched_setaffinity).", b.proxyCPUs[0], b.sideCPUs[0])+" Every proxy gets the same single core.")
 		}
 	}

@@ -59,11 +59,12 @@ func (b *bench) stopMocks() {
 }
 
 // placeCPUs and placeEnv place a proxy under test: alone on its CPU with
-// GOMAXPROCS=1, or, while b.unpinned, as a user deploys it: no affinity
-// and the default GOMAXPROCS.
+// GOMAXPROCS=1, or, while b.unpinned, as a user deploys it: every CPU (set
+// explicitly: with none it would inherit the driver's one) and the default
+// GOMAXPROCS.
 func (b *bench) placeCPUs() []int {
 	if b.unpinned {
-		return nil
+		return b.allCPUs
 	}
 	return b.proxyCPUs
 }

@@ -52,6 +52,10 @@ type bench struct {
 	syErr                   string // why Switchyard scenarios are skipped
 	fileLimit               uint64
 	proxyCPUs, sideCPUs     []int
+	// allCPUs is every CPU the driver was allowed before it pinned itself:
+	// an unpinned proxy gets them back (a child inherits its parent's
+	// affinity, and the driver's is then CPU 1 alone).
+	allCPUs []int
 
 	primary, secondary, streamer *harness.Proc
 	respBytes                    int
