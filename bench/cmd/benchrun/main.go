@@ -60,7 +60,7 @@ func main() {
 	flag.DurationVar(&o.streamInterval, "stream-interval", 0, "pause between SSE events at the mock")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 8, "seconds of each proxy's CPU profile under load (saved, with the go tool pprof commands printed); 0: none")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "where to save the profiles (default: a new directory under the system temp dir)")
-	flag.StringVar(&o.only, "only", "", "run only this group: sizes (body sizes), features (the feature rows), streams (long-lived streams) or profile; default all")
+	flag.StringVar(&o.only, "only", "", "run only this group: sizes (body sizes, then 74 B and 1 KB unpinned), features (the feature rows), streams (long-lived streams) or profile; default all")
 	flag.Parse()
 
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
@@ -117,6 +117,7 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	switch o.only {
 	case "sizes":
 		b.bodySizes()
+		b.unpinnedRows()
 	case "streams":
 		b.longStreams()
 	case "features":
