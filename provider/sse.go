@@ -1,0 +1,189 @@
+package provider
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"strconv"
+	"sync"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
+	"github.com/switchyard/switchyard/router"
+)
+
+// sseDecoder relays an OpenAI-compatible SSE stream event by event, byte
+// for byte (line endings included). Events without a data line (comments
+// such as ": keep-alive", or a lone "event:" line) are dropped: they carry
+// nothing for the client and, before the commit, must not count as the
+// stream's first byte. A read error other than a clean EOF (a deadline, a
+// reset connection) is returned as is, so the walk can tell a timeout from a
+// transport failure.
+type SSEDecoder struct {
+	// usage is the last usage a chunk carried (an OpenAI final usage chunk,
+	// sent when the client asked stream_options.include_usage; vLLM's
+	// continuous usage stats put the running total in every chunk).
+	usage Usage
+}
+
+// Usage implements usageReporter.
+func (d *SSEDecoder) Usage() Usage { return d.usage }
+
+// ssePool keeps pass-through decoders between streams: the most common
+// stream would otherwise cost an allocation each.
+var ssePool = sync.Pool{New: func() any { return new(SSEDecoder) }}
+
+// release implements pooledDecoder.
+func (d *SSEDecoder) release() { ssePool.Put(d) }
+
+// pooledDecoder is a StreamDecoder that goes back to its pool once its
+// stream has ended.
+type pooledDecoder interface{ release() }
+
+// releaseDecoder pools d if it is pooled; d must not be used again.
+func ReleaseDecoder(d StreamDecoder) {
+	if p, ok := d.(pooledDecoder); ok {
+		p.release()
+	}
+}
+
+// doneData is the data of OpenAI's terminal stream event, and doneFrame
+// that event as the gateway writes it.
+const (
+	doneData  = "[DONE]"
+	doneFrame = "data: " + doneData + "\n\n"
+)
+
+// maxSSEEvent bounds one upstream SSE event (all its lines). OpenAI-style
+// chunks are a few hundred bytes; without a bound, an upstream sending bytes
+// with no blank line (or no newline at all) would grow one frame buffer
+// until the process runs out of memory.
+const MaxSSEEvent = 8 << 20
+
+// oversizedEvent is the error of an upstream stream event (an SSE event, an
+// Anthropic event, a Bedrock frame) over maxSSEEvent bytes, in surface s's
+// envelope: a transport failure, failover-safe before the commit and an
+// error frame after it.
+func oversizedEvent(s router.Surface) *StreamError {
+	return &StreamError{Class: ClassTransport, Status: 502,
+		Body: AppendSurfaceError(nil, s, 502, "upstream stream event exceeds "+strconv.Itoa(MaxSSEEvent)+" bytes",
+			TypeUpstream, CodeUpstreamError)}
+}
+
+// Next implements StreamDecoder.
+func (d *SSEDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
+	evStart := len(dst)
+	dataAt, dataEnd := -1, -1 // first data payload, as offsets into dst
+	for {
+		lineStart := len(dst)
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = r.ReadSlice('\n')
+			dst = append(dst, chunk...)
+			if len(dst)-evStart > MaxSSEEvent {
+				return dst[:evStart], oversizedEvent(router.SurfaceChat)
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if err != nil {
+			dst = dst[:evStart]
+			if err == io.EOF {
+				return dst, &StreamError{Class: ClassTransport, Status: 502,
+					Body: AppendError(nil, "upstream stream ended before [DONE]", TypeUpstream, CodeUpstreamError)}
+			}
+			return dst, err
+		}
+		line := dst[lineStart:]
+		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') {
+			// Blank line: end of event.
+			if dataAt < 0 {
+				dst = dst[:evStart] // no data: drop it
+				continue
+			}
+			payload := dst[dataAt:dataEnd]
+			if bytes.HasPrefix(payload, byteconv.Bytes(doneData)) && len(bytes.TrimSpace(payload)) == len(doneData) {
+				return append(dst[:evStart], doneFrame...), io.EOF
+			}
+			if se := errorEvent(payload); se != nil {
+				return dst[:evStart], se
+			}
+			// Cheap for an ordinary chunk: one vectorized search for
+			// "usage"; a chunk with one reads just that object.
+			if u, ok := ReadUsage(payload); ok {
+				d.usage = u
+			}
+			return dst, nil
+		}
+		if dataAt < 0 && bytes.HasPrefix(line, sseDataField) {
+			dataAt = lineStart + len(sseDataField)
+			if dataAt < len(dst) && dst[dataAt] == ' ' {
+				dataAt++
+			}
+			dataEnd = len(dst)
+			for dataEnd > dataAt && (dst[dataEnd-1] == '\n' || dst[dataEnd-1] == '\r') {
+				dataEnd--
+			}
+		}
+	}
+}
+
+var sseDataField = []byte("data:")
+
+// errorEvent returns the StreamError of an SSE data payload that is an
+// error object ({"error":...}), or nil.
+func errorEvent(payload []byte) *StreamError {
+	t := bytes.TrimLeft(payload, " \t")
+	if len(t) == 0 || t[0] != '{' || !bytes.Contains(t, []byte(`"error"`)) {
+		return nil // fast path: an ordinary chunk
+	}
+	p := parserPool.Get()
+	defer parserPool.Put(p)
+	v, err := p.ParseBytes(t)
+	if err != nil {
+		return nil
+	}
+	e := v.Get("error")
+	if e == nil || e.Type() == fastjson.TypeNull {
+		return nil
+	}
+	status, class := 500, ClassServer
+	var code []byte
+	if e.Type() == fastjson.TypeObject {
+		if c := e.Get("code"); c != nil {
+			switch c.Type() {
+			case fastjson.TypeNumber:
+				if n := c.GetInt(); n >= 400 && n <= 599 {
+					status = n
+					class = classifyStatus(n)
+				}
+			case fastjson.TypeString:
+				code = c.GetStringBytes()
+				if n, err := strconv.Atoi(string(code)); err == nil && n >= 400 && n <= 599 {
+					status = n
+					class = classifyStatus(n)
+				}
+			}
+		}
+	}
+	switch string(code) {
+	case "context_length_exceeded":
+		status, class = 400, ClassContextLength
+	case "rate_limit_exceeded":
+		status, class = 429, ClassRateLimited
+	}
+	var body []byte
+	if e.Type() == fastjson.TypeObject {
+		body = append(body, t...)
+	} else {
+		msg := "upstream stream error"
+		if e.Type() == fastjson.TypeString {
+			msg = string(e.GetStringBytes())
+		}
+		body = AppendError(nil, msg, TypeUpstream, CodeUpstreamError)
+	}
+	return &StreamError{Class: class, Status: status, Body: body}
+}
