@@ -157,53 +157,69 @@ func (OpenAIAdapter) NewStream(c *Call) StreamDecoder {
 // It returns an error when body is not a JSON object or has no top-level
 // string "model".
 func RewriteModel(dst, body, model []byte) ([]byte, error) {
+	last := 0
+	found := false
+	n, err := objectMembers(body, func(key []byte, _, vs, end int) {
+		if body[vs] == '"' && keyIsModel(key) {
+			dst = append(dst, body[last:vs]...)
+			dst = AppendJSONString(dst, byteconv.String(model))
+			last = end
+			found = true
+		}
+	})
+	switch {
+	case err != nil:
+		return dst, err
+	case n == 0:
+		return dst, errors.New("body has no model")
+	case !found:
+		return dst, errors.New("body has no string model")
+	}
+	return append(dst, body[last:]...), nil
+}
+
+// objectMembers walks the top-level members of the JSON object body in
+// order, calling member with each one's raw (still escaped) key and
+// offsets: ks where its key's opening quote is, vs where its value begins,
+// end just past its value. It returns how many members the object has, or
+// an error for a body that is not a well-formed JSON object (member has
+// seen the members before the fault). Allocation-free but for the error.
+func objectMembers(body []byte, member func(key []byte, ks, vs, end int)) (int, error) {
 	s := scanner{b: body}
 	s.ws()
 	if !s.eat('{') {
-		return dst, errors.New("body is not a JSON object")
+		return 0, errors.New("body is not a JSON object")
 	}
-	last := 0
-	found := false
 	s.ws()
 	if s.eat('}') {
-		return dst, errors.New("body has no model")
+		return 0, nil
 	}
-	for {
+	for n := 1; ; n++ {
 		s.ws()
 		ks := s.i
 		if !s.str() {
-			return dst, errors.New("malformed JSON object key")
+			return n, errors.New("malformed JSON object key")
 		}
 		key := body[ks+1 : s.i-1]
 		s.ws()
 		if !s.eat(':') {
-			return dst, errors.New("malformed JSON object")
+			return n, errors.New("malformed JSON object")
 		}
 		s.ws()
 		vs := s.i
-		isStr := s.i < len(body) && body[s.i] == '"'
 		if !s.value(0) {
-			return dst, errors.New("malformed JSON value")
+			return n, errors.New("malformed JSON value")
 		}
-		if isStr && keyIsModel(key) {
-			dst = append(dst, body[last:vs]...)
-			dst = AppendJSONString(dst, byteconv.String(model))
-			last = s.i
-			found = true
-		}
+		member(key, ks, vs, s.i)
 		s.ws()
 		if s.eat(',') {
 			continue
 		}
 		if s.eat('}') {
-			break
+			return n, nil
 		}
-		return dst, errors.New("malformed JSON object")
+		return n, errors.New("malformed JSON object")
 	}
-	if !found {
-		return dst, errors.New("body has no string model")
-	}
-	return append(dst, body[last:]...), nil
 }
 
 // keyIsModel reports whether a raw (still escaped) key spells "model".

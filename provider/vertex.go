@@ -127,58 +127,33 @@ func vertexBody(body, model []byte) ([]byte, error) {
 // top-level "model" member removed (dropModel) and anthropic_version added
 // when the body has none; every other byte is kept.
 func vertexMessagesBody(dst, body, model []byte, dropModel bool) ([]byte, error) {
-	s := scanner{b: body}
-	s.ws()
-	if !s.eat('{') {
-		return dst, errors.New("body is not a JSON object")
-	}
 	dst = append(dst, '{')
 	hasVersion, wrote := false, false
-	s.ws()
-	if !s.eat('}') {
-		for {
-			s.ws()
-			ms := s.i
-			if !s.str() {
-				return dst, errors.New("malformed JSON object key")
+	n, err := objectMembers(body, func(key []byte, ks, vs, end int) {
+		switch {
+		case dropModel && keyIsModel(key):
+		case keyIsModel(key): // count_tokens keeps it, as sent upstream
+			if wrote {
+				dst = append(dst, ',')
 			}
-			key := body[ms+1 : s.i-1]
-			s.ws()
-			if !s.eat(':') {
-				return dst, errors.New("malformed JSON object")
+			dst = AppendJSONString(append(dst, body[ks:vs]...), byteconv.String(model))
+			wrote = true
+		default:
+			if string(key) == "anthropic_version" {
+				hasVersion = true
 			}
-			s.ws()
-			vs := s.i
-			if !s.value(0) {
-				return dst, errors.New("malformed JSON value")
+			if wrote {
+				dst = append(dst, ',')
 			}
-			switch {
-			case dropModel && keyIsModel(key):
-			case keyIsModel(key): // count_tokens keeps it, as sent upstream
-				if wrote {
-					dst = append(dst, ',')
-				}
-				dst = AppendJSONString(append(dst, body[ms:vs]...), byteconv.String(model))
-				wrote = true
-			default:
-				if string(key) == "anthropic_version" {
-					hasVersion = true
-				}
-				if wrote {
-					dst = append(dst, ',')
-				}
-				dst = append(dst, body[ms:s.i]...)
-				wrote = true
-			}
-			s.ws()
-			if s.eat(',') {
-				continue
-			}
-			if s.eat('}') {
-				break
-			}
-			return dst, errors.New("malformed JSON object")
+			dst = append(dst, body[ks:end]...)
+			wrote = true
 		}
+	})
+	if err != nil {
+		if n == 0 { // not an object: nothing written
+			return dst[:len(dst)-1], err
+		}
+		return dst, err
 	}
 	if !hasVersion {
 		if wrote {
