@@ -2,7 +2,6 @@ package provider
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"strings"
 
@@ -32,8 +31,6 @@ var (
 	responsesEvents = &eventDecoder{surface: router.SurfaceResponses}
 	messagesEvents  = &eventDecoder{surface: router.SurfaceMessages}
 )
-
-var sseEventField = []byte("event:")
 
 // Next implements StreamDecoder. The events that only open a stream
 // (response.created and response.in_progress; message_start and a ping
@@ -73,54 +70,23 @@ func (d *eventDecoder) next(dst []byte, r *bufio.Reader, u *Usage) ([]byte, erro
 // read appends the next event with data (all its lines, byte for byte) to
 // dst and returns its name and first data payload, which view dst.
 func (d *eventDecoder) read(dst []byte, r *bufio.Reader) (out, name, data []byte, err error) {
-	evStart := len(dst)
-	nameAt, nameEnd := -1, -1 // the event name, as offsets into dst
-	dataAt, dataEnd := -1, -1 // the first data payload
-	for {
-		lineStart := len(dst)
-		for {
-			var chunk []byte
-			chunk, err = r.ReadSlice('\n')
-			dst = append(dst, chunk...)
-			if len(dst)-evStart > MaxSSEEvent {
-				return dst[:evStart], nil, nil, oversizedEvent(d.surface)
-			}
-			if err != bufio.ErrBufferFull {
-				break
-			}
+	dst, ev, err := readEvent(dst, r, d.surface)
+	if err != nil {
+		if err == io.EOF {
+			err = &StreamError{Class: ClassTransport, Status: 502,
+				Body: AppendSurfaceError(nil, d.surface, 502, "upstream stream ended before its last event", TypeUpstream, CodeUpstreamError)}
 		}
-		if err != nil {
-			if err == io.EOF {
-				err = &StreamError{Class: ClassTransport, Status: 502,
-					Body: AppendSurfaceError(nil, d.surface, 502, "upstream stream ended before its last event", TypeUpstream, CodeUpstreamError)}
-			}
-			return dst[:evStart], nil, nil, err
-		}
-		line := dst[lineStart:]
-		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') {
-			// Blank line: end of event.
-			if dataAt < 0 {
-				dst = dst[:evStart] // no data: drop it
-				nameAt = -1
-				continue
-			}
-			if nameAt >= 0 {
-				name = dst[nameAt:nameEnd]
-			}
-			if len(name) == 0 {
-				// An upstream that does not name its events: the APIs
-				// repeat the name as the data's "type". Slow path.
-				name = dataType(dst[dataAt:dataEnd])
-			}
-			return dst, name, dst[dataAt:dataEnd], nil
-		}
-		switch {
-		case dataAt < 0 && bytes.HasPrefix(line, sseDataField):
-			dataAt, dataEnd = fieldValue(dst, lineStart+len(sseDataField))
-		case nameAt < 0 && bytes.HasPrefix(line, sseEventField):
-			nameAt, nameEnd = fieldValue(dst, lineStart+len(sseEventField))
-		}
+		return dst, nil, nil, err
 	}
+	if ev.nameAt >= 0 {
+		name = dst[ev.nameAt:ev.nameEnd]
+	}
+	if len(name) == 0 {
+		// An upstream that does not name its events: the APIs repeat the
+		// name as the data's "type". Slow path.
+		name = dataType(dst[ev.dataAt:ev.dataEnd])
+	}
+	return dst, name, dst[ev.dataAt:ev.dataEnd], nil
 }
 
 // opening reports whether an event named name is held back: it opens a
@@ -142,20 +108,6 @@ func (d *eventDecoder) opening(name []byte, held bool) bool {
 		return held
 	}
 	return false
-}
-
-// fieldValue returns the bounds of an SSE field's value that starts at
-// dst[at] (after the colon) and runs to the line's end: one leading space
-// and the line ending are not part of it.
-func fieldValue(dst []byte, at int) (start, end int) {
-	if at < len(dst) && dst[at] == ' ' {
-		at++
-	}
-	end = len(dst)
-	for end > at && (dst[end-1] == '\n' || dst[end-1] == '\r') {
-		end--
-	}
-	return at, end
 }
 
 // event decides what one complete event, the last in dst, is: an ordinary

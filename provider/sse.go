@@ -73,8 +73,46 @@ func oversizedEvent(s router.Surface) *StreamError {
 
 // Next implements StreamDecoder.
 func (d *SSEDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
-	evStart := len(dst)
-	dataAt, dataEnd := -1, -1 // first data payload, as offsets into dst
+	dst, ev, err := readEvent(dst, r, router.SurfaceChat)
+	if err != nil {
+		if err == io.EOF {
+			return dst, &StreamError{Class: ClassTransport, Status: 502,
+				Body: AppendError(nil, "upstream stream ended before [DONE]", TypeUpstream, CodeUpstreamError)}
+		}
+		return dst, err
+	}
+	payload := dst[ev.dataAt:ev.dataEnd]
+	if bytes.HasPrefix(payload, byteconv.Bytes(doneData)) && len(bytes.TrimSpace(payload)) == len(doneData) {
+		return append(dst[:ev.start], doneFrame...), io.EOF
+	}
+	if se := errorEvent(payload); se != nil {
+		return dst[:ev.start], se
+	}
+	// Cheap for an ordinary chunk: one vectorized search for "usage"; a
+	// chunk with one reads just that object.
+	if u, ok := ReadUsage(payload); ok {
+		d.usage = u
+	}
+	return dst, nil
+}
+
+// sseEvent locates one SSE event that readEvent appended to dst: the event
+// (all its lines) is dst[start:], its first data payload
+// dst[dataAt:dataEnd], its event name dst[nameAt:nameEnd] (nameAt < 0:
+// none).
+type sseEvent struct {
+	start, dataAt, dataEnd, nameAt, nameEnd int
+}
+
+// readEvent is the one SSE reader of the relaying decoders: it appends the
+// next event that has a data line to dst, byte for byte (line endings
+// included), and locates it. Events without a data line (comments such as
+// ": keep-alive", or a lone "event:" line) are dropped. An event over
+// MaxSSEEvent bytes is an oversizedEvent error in surface s's envelope;
+// the end of the input before an event's blank line is io.EOF; any other
+// read error is returned as is. On an error dst comes back as it was.
+func readEvent(dst []byte, r *bufio.Reader, s router.Surface) ([]byte, sseEvent, error) {
+	ev := sseEvent{start: len(dst), dataAt: -1, dataEnd: -1, nameAt: -1, nameEnd: -1}
 	for {
 		lineStart := len(dst)
 		var err error
@@ -82,56 +120,53 @@ func (d *SSEDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 			var chunk []byte
 			chunk, err = r.ReadSlice('\n')
 			dst = append(dst, chunk...)
-			if len(dst)-evStart > MaxSSEEvent {
-				return dst[:evStart], oversizedEvent(router.SurfaceChat)
+			if len(dst)-ev.start > MaxSSEEvent {
+				return dst[:ev.start], ev, oversizedEvent(s)
 			}
 			if err != bufio.ErrBufferFull {
 				break
 			}
 		}
 		if err != nil {
-			dst = dst[:evStart]
-			if err == io.EOF {
-				return dst, &StreamError{Class: ClassTransport, Status: 502,
-					Body: AppendError(nil, "upstream stream ended before [DONE]", TypeUpstream, CodeUpstreamError)}
-			}
-			return dst, err
+			return dst[:ev.start], ev, err
 		}
 		line := dst[lineStart:]
 		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') {
 			// Blank line: end of event.
-			if dataAt < 0 {
-				dst = dst[:evStart] // no data: drop it
+			if ev.dataAt < 0 {
+				dst = dst[:ev.start] // no data: drop it
+				ev.nameAt, ev.nameEnd = -1, -1
 				continue
 			}
-			payload := dst[dataAt:dataEnd]
-			if bytes.HasPrefix(payload, byteconv.Bytes(doneData)) && len(bytes.TrimSpace(payload)) == len(doneData) {
-				return append(dst[:evStart], doneFrame...), io.EOF
-			}
-			if se := errorEvent(payload); se != nil {
-				return dst[:evStart], se
-			}
-			// Cheap for an ordinary chunk: one vectorized search for
-			// "usage"; a chunk with one reads just that object.
-			if u, ok := ReadUsage(payload); ok {
-				d.usage = u
-			}
-			return dst, nil
+			return dst, ev, nil
 		}
-		if dataAt < 0 && bytes.HasPrefix(line, sseDataField) {
-			dataAt = lineStart + len(sseDataField)
-			if dataAt < len(dst) && dst[dataAt] == ' ' {
-				dataAt++
-			}
-			dataEnd = len(dst)
-			for dataEnd > dataAt && (dst[dataEnd-1] == '\n' || dst[dataEnd-1] == '\r') {
-				dataEnd--
-			}
+		switch {
+		case ev.dataAt < 0 && bytes.HasPrefix(line, sseDataField):
+			ev.dataAt, ev.dataEnd = fieldValue(dst, lineStart+len(sseDataField))
+		case ev.nameAt < 0 && bytes.HasPrefix(line, sseEventField):
+			ev.nameAt, ev.nameEnd = fieldValue(dst, lineStart+len(sseEventField))
 		}
 	}
 }
 
-var sseDataField = []byte("data:")
+// fieldValue returns the value of the field whose line, the last in dst,
+// has its value at dst[at:]: one leading space and the line ending cut.
+func fieldValue(dst []byte, at int) (start, end int) {
+	if at < len(dst) && dst[at] == ' ' {
+		at++
+	}
+	end = len(dst)
+	for end > at && (dst[end-1] == '\n' || dst[end-1] == '\r') {
+		end--
+	}
+	return at, end
+}
+
+// The SSE fields the relaying decoders read.
+var (
+	sseDataField  = []byte("data:")
+	sseEventField = []byte("event:")
+)
 
 // errorEvent returns the StreamError of an SSE data payload that is an
 // error object ({"error":...}), or nil.
