@@ -21,9 +21,7 @@ type anthropicAdapter struct{}
 func newAnthropicAdapter() Adapter { return anthropicAdapter{} }
 
 // Surfaces reports chat (translated) and messages (passed through).
-func (anthropicAdapter) Surfaces() router.SurfaceSet {
-	return 1<<router.SurfaceChat | 1<<router.SurfaceMessages
-}
+func (anthropicAdapter) Surfaces() router.SurfaceSet { return anthropicSurfaces }
 
 // uriPaths lists the paths under base_url it sends to, the pass-through's
 // included (see prepareURIs).

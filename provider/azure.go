@@ -18,6 +18,9 @@ type azureAdapter struct{ OpenAIAdapter }
 // uriPaths lists the v1 API's paths (classic URLs are per deployment).
 func (a azureAdapter) uriPaths() []string { return a.OpenAIAdapter.uriPaths() }
 
+// Surfaces implements Adapter.
+func (azureAdapter) Surfaces() router.SurfaceSet { return azureSurfaces }
+
 var (
 	azureDeployments = []byte("/openai/deployments/")
 	azureAPIVersionQ = []byte("?api-version=")

@@ -35,7 +35,7 @@ func newBedrockAdapter() Adapter { return bedrockAdapter{} }
 var sigv4 = v4.NewSigner()
 
 // Surfaces reports chat only.
-func (bedrockAdapter) Surfaces() router.SurfaceSet { return 1 << router.SurfaceChat }
+func (bedrockAdapter) Surfaces() router.SurfaceSet { return bedrockSurfaces }
 
 // BuildRequest translates the chat body into a Converse request and adds
 // the credential: a Bedrock API key as a bearer token, else a SigV4

@@ -17,9 +17,7 @@ var geminiPaths = []string{"/chat/completions", "/embeddings"}
 func (geminiAdapter) uriPaths() []string { return geminiPaths }
 
 // Surfaces implements Adapter: chat and embeddings.
-func (geminiAdapter) Surfaces() router.SurfaceSet {
-	return 1<<router.SurfaceChat | 1<<router.SurfaceEmbeddings
-}
+func (geminiAdapter) Surfaces() router.SurfaceSet { return geminiSurfaces }
 
 // BuildRequest implements Adapter.
 func (a geminiAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, upstreamModel []byte) error {

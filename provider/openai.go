@@ -41,9 +41,7 @@ func (OpenAIAdapter) uriPaths() []string {
 }
 
 // Surfaces implements Adapter: every surface but messages.
-func (OpenAIAdapter) Surfaces() router.SurfaceSet {
-	return router.AllSurfaces &^ (1 << router.SurfaceMessages)
-}
+func (OpenAIAdapter) Surfaces() router.SurfaceSet { return openAISurfaces }
 
 // BuildRequest implements Adapter: POST {base_url}{path}, the target's key
 // as a bearer token when set, the client's body with the model rewritten

@@ -73,6 +73,17 @@ var table = [...]Info{
 		EnvBaseURL:     "GEMINI_BASE_URL", EnvAPIKey: "GEMINI_API_KEY", Keys: []string{"api_key"}},
 }
 
+// The surfaces of each provider, from the table: what the adapters'
+// Surfaces report, so a provider's surfaces are written once.
+var (
+	openAISurfaces    = Lookup(OpenAI).Surfaces
+	anthropicSurfaces = Lookup(Anthropic).Surfaces
+	bedrockSurfaces   = Lookup(Bedrock).Surfaces
+	azureSurfaces     = Lookup(Azure).Surfaces
+	vertexSurfaces    = Lookup(Vertex).Surfaces
+	geminiSurfaces    = Lookup(Gemini).Surfaces
+)
+
 // SpecificKeys are the target keys that only some providers accept, in
 // the order they are checked.
 var SpecificKeys = []string{"api_key", "region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token",

@@ -17,9 +17,7 @@ import (
 type vertexAdapter struct{}
 
 // Surfaces implements Adapter: chat, and messages for Claude models.
-func (vertexAdapter) Surfaces() router.SurfaceSet {
-	return 1<<router.SurfaceChat | 1<<router.SurfaceMessages
-}
+func (vertexAdapter) Surfaces() router.SurfaceSet { return vertexSurfaces }
 
 // forSurface implements surfaceAdapter; the model picks the rest.
 func (vertexAdapter) forSurface(s router.Surface) Adapter {
