@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func BenchmarkRedisCheck(b *testing.B) {
 	body := []byte(`{"model":"gpt-4o","max_tokens":100}`)
 	model := []byte("gpt-4o")
 	now := time.Now()    // the hot path passes the time fasthttp read for the request
-	b.SetParallelism(64) // 64 goroutines a CPU: the bench's 64 connections at -cpu 1
+	b.SetParallelism(max(64/runtime.GOMAXPROCS(0), 1)) // 64 goroutines: the bench's 64 connections
 	b.ReportAllocs()
 	srvCPU, ownCPU := srv.CPU(), processCPU()
 	calls, trips := q.redis.calls.Load(), q.redis.settleTrips.Load()
