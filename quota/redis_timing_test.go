@@ -29,7 +29,7 @@ func BenchmarkRedisCheck(b *testing.B) {
 	p := q.Plan(cfg)
 	body := []byte(`{"model":"gpt-4o","max_tokens":100}`)
 	model := []byte("gpt-4o")
-	now := time.Now()    // the hot path passes the time fasthttp read for the request
+	now := time.Now()                                  // the hot path passes the time fasthttp read for the request
 	b.SetParallelism(max(64/runtime.GOMAXPROCS(0), 1)) // 64 goroutines: the bench's 64 connections
 	b.ReportAllocs()
 	srvCPU, ownCPU := srv.CPU(), processCPU()
