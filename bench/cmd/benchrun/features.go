@@ -34,7 +34,7 @@ const (
 // featureRows measures the 1-rule Switchyard with one feature on, in
 // alternation with the bare proxy and the plain 1-rule row.
 func (b *bench) featureRows() {
-	g := &group{b: b, mock: b.primary.addr, count: true}
+	g := &group{b: b, mock: b.primary.addr}
 	bare := g.add(rowBare+" (features)", chatBody, nil, nil, func() (*proxy, error) { return b.bare(b.primary.addr) }).row
 	g.add(rowSy1+" (features)", chatBody, nil, bare, func() (*proxy, error) { return b.switchyard(oneRule(b.primary.addr)) })
 	// add starts a feature row's Switchyard with yaml appended, unless err.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/bench/load"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // The requests every row sends. Switchyard never forwards the client's key
@@ -51,17 +52,17 @@ type contender struct {
 	body     []byte
 	p        *proxy
 	around   []func() (after func()) // called around each measured slice
-	upstream int64                   // requests the mock received in its slices
+	upstream mock.Stats              // what the mock counted during its slices
 }
 
-// group is rows measured in alternation. With count, every request must
-// reach the mock once.
+// group is rows measured in alternation, their requests sent to mock, each
+// through a proxy or straight. Every request must reach the mock once; in a
+// failover group, the mock's failures are noted instead.
 type group struct {
-	b      *bench
-	mock   string
-	stream bool
-	count  bool
-	cs     []*contender
+	b                *bench
+	mock             string
+	stream, failover bool
+	cs               []*contender
 }
 
 // add starts a row's proxy (start nil: the row goes straight to the mock).
@@ -97,18 +98,17 @@ func (b *bench) compare(g *group) {
 		if c.p != nil {
 			defer c.p.stop()
 		}
-		if g.count {
-			c.around = append(c.around, func() func() {
-				st0, err0 := mockStats(g.mock)
-				return func() {
-					st1, err1 := mockStats(g.mock)
-					c.upstream += st1.Requests - st0.Requests
-					if err0 != nil || err1 != nil {
-						c.upstream = math.MinInt32 // reported as a mismatch
-					}
+		c.around = append(c.around, func() func() {
+			st0, err0 := mockStats(g.mock)
+			return func() {
+				st1, err1 := mockStats(g.mock)
+				c.upstream.Requests += st1.Requests - st0.Requests
+				c.upstream.Failed += st1.Failed - st0.Failed
+				if err0 != nil || err1 != nil {
+					c.upstream.Requests = math.MinInt32 // reported as a mismatch
 				}
-			})
-		}
+			}
+		})
 		if b.warm(c) {
 			live = append(live, c)
 		}
@@ -128,8 +128,11 @@ func (b *bench) compare(g *group) {
 		if c.p != nil {
 			r.rss, r.peak = memStatus(c.p.pid(), "VmRSS"), memStatus(c.p.pid(), "VmHWM")
 		}
-		if sent := r.res.Completed + r.res.Errors; g.count && c.upstream != sent {
-			r.note = fmt.Sprintf("the mock received %d requests for the %d sent in the measured slices", c.upstream, sent)
+		if g.failover && r.res.Completed > 0 {
+			r.note = fmt.Sprintf("during its measured slices the primary answered 503 %d times for %d requests served (%.2f per request)",
+				c.upstream.Failed, r.res.Completed, float64(c.upstream.Failed)/float64(r.res.Completed))
+		} else if sent := r.res.Completed + r.res.Errors; !g.failover && c.upstream.Requests != sent {
+			r.note = fmt.Sprintf("the mock received %d requests for the %d sent in the measured slices", c.upstream.Requests, sent)
 		}
 		ev := b.log.Info().Str("row", r.name).Float64("req_per_s", math.Round(r.res.Throughput())).
 			Dur("p50", r.res.Latency.Quantile(0.5)).Dur("p99", r.res.Latency.Quantile(0.99)).Int64("errors", r.res.Errors)
@@ -197,7 +200,7 @@ func (b *bench) measure(c *contender, d time.Duration) {
 
 // scenarios measures every row, group by group.
 func (b *bench) scenarios() {
-	g := &group{b: b, mock: b.primary.addr, count: true}
+	g := &group{b: b, mock: b.primary.addr}
 	b.direct = g.add("direct to mock", chatBody, nil, nil, nil).row
 	bare := g.add(rowBare, chatBody, b.direct, nil, func() (*proxy, error) { return b.bare(b.primary.addr) }).row
 	keys := oneRule(b.primary.addr)
@@ -216,33 +219,20 @@ func (b *bench) scenarios() {
 	if err := mockCall(b.primary.addr, "/_mock/fail?status=503"); err != nil {
 		b.log.Warn().Err(err).Msg("cannot make the primary mock fail")
 	}
-	g = &group{b: b, mock: b.primary.addr}
-	failed := map[*contender]*int64{}
+	g = &group{b: b, mock: b.primary.addr, failover: true}
 	for _, f := range []struct{ name, yaml string }{
 		{"Switchyard failover, primary 503 every request", "    circuit_breaker:\n      failure_threshold: 1000000000\n"},
 		{"Switchyard failover, primary circuit open", ""},
 	} {
 		c := gw{targets: []string{mockURL(b.primary.addr), mockURL(b.secondary.addr)}, targetYAML: f.yaml}
-		ct := g.add(f.name, chatBody, b.direct, nil, func() (*proxy, error) { return b.switchyard(c) })
-		n := new(int64)
-		failed[ct] = n
-		ct.around = append(ct.around, func() func() {
-			st0, _ := mockStats(b.primary.addr)
-			return func() { st1, _ := mockStats(b.primary.addr); *n += st1.Failed - st0.Failed }
-		})
+		g.add(f.name, chatBody, b.direct, nil, func() (*proxy, error) { return b.switchyard(c) })
 	}
 	b.compare(g)
-	for c, n := range failed {
-		if res := c.row.res; res != nil && res.Completed > 0 {
-			c.row.note = fmt.Sprintf("during its measured slices the primary answered 503 %d times for %d requests served (%.2f per request)",
-				*n, res.Completed, float64(*n)/float64(res.Completed))
-		}
-	}
 	if err := mockCall(b.primary.addr, "/_mock/reset"); err != nil {
 		b.log.Warn().Err(err).Msg("cannot reset the primary mock")
 	}
 
-	g = &group{b: b, mock: b.streamer.addr, stream: true, count: true}
+	g = &group{b: b, mock: b.streamer.addr, stream: true}
 	direct := g.add("direct to mock (SSE)", streamBody, nil, nil, nil).row
 	bare = g.add(rowBare+" (SSE)", streamBody, direct, nil, func() (*proxy, error) { return b.bare(b.streamer.addr) }).row
 	g.add(rowSy1+" (SSE)", streamBody, direct, bare, func() (*proxy, error) { return b.switchyard(oneRule(b.streamer.addr)) })
@@ -285,7 +275,7 @@ func (b *bench) sizeGroup(n int, suffix string) {
 	case n > 0:
 		body, suffix = chatBodyOfSize(n), ", "+strconv.Itoa(n>>10)+" KB body"+suffix
 	}
-	g := &group{b: b, mock: b.primary.addr, count: true}
+	g := &group{b: b, mock: b.primary.addr}
 	bare := g.add(rowBare+suffix, body, nil, nil, func() (*proxy, error) { return b.bare(b.primary.addr) }).row
 	g.add(rowSy1+suffix, body, nil, bare, func() (*proxy, error) { return b.switchyard(oneRule(b.primary.addr)) })
 	b.compare(g)
