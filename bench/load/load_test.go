@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -65,15 +66,10 @@ func TestHistogramQuantilesMatchExact(t *testing.T) {
 
 func TestReadStreamSplitReads(t *testing.T) {
 	body := "data: {\"a\":1}\n\ndata: {\"a\":2}\n\ndata: [DONE]\n\n"
-	for _, r := range []string{"whole", "onebyte"} {
-		var rd = strings.NewReader(body)
-		src := any(rd).(interface{ Read([]byte) (int, error) })
-		if r == "onebyte" {
-			src = iotest.OneByteReader(rd)
-		}
+	for i, src := range []io.Reader{strings.NewReader(body), iotest.OneByteReader(strings.NewReader(body))} {
 		_, events, done, err := readStream(src, make([]byte, 7), time.Now())
 		if err != nil || events != 3 || !done {
-			t.Fatalf("%s: events %d done %v err %v", r, events, done, err)
+			t.Fatalf("reader %d: events %d done %v err %v", i, events, done, err)
 		}
 	}
 	_, events, done, err := readStream(strings.NewReader("data: x\n\ndata: [DONE]\n\ndata: y\n\n"), make([]byte, 4), time.Now())

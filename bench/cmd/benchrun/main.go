@@ -79,11 +79,11 @@ func main() {
 
 func run(ctx context.Context, o options, log zerolog.Logger) error {
 	began := time.Now()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	if err != nil || root == "." || !strings.HasSuffix(strings.TrimSpace(string(out)), "go.mod") {
+	mod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(mod)), "go.mod") {
 		return fmt.Errorf("not inside the switchyard module: %v", err)
 	}
+	root := filepath.Dir(strings.TrimSpace(string(mod)))
 	tmp, err := os.MkdirTemp("", "switchyard-bench-*")
 	if err != nil {
 		return err
@@ -109,10 +109,10 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		log.Warn().Err(err).Msg("cannot raise RLIMIT_NOFILE")
 	}
 	b.setupPinning()
+	defer func() { b.primary.stop(); b.secondary.stop(); b.streamer.stop() }()
 	if err := b.startMocks(); err != nil {
 		return err
 	}
-	defer func() { b.primary.stop(); b.secondary.stop(); b.streamer.stop() }()
 	b.describe()
 
 	switch o.only {

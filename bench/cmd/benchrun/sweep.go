@@ -59,9 +59,9 @@ func (b *bench) sweep() {
 	}
 	var ss []*series
 	for _, s := range []*series{
-		{name: "bare proxy", start: func() (*proxy, error) { return b.bare(m.Addr()) }},
-		{name: "Switchyard 1 rule", row: rowSy1, start: func() (*proxy, error) { return b.switchyard(oneRule(m.Addr())) }},
-		{name: "Switchyard 10k rules", row: rowSy10k, only: half, start: func() (*proxy, error) { return b.switchyard(many) }},
+		{name: "bare proxy", body: chatBody, start: func() (*proxy, error) { return b.bare(m.Addr()) }},
+		{name: "Switchyard 1 rule", row: rowSy1, body: chatBody, start: func() (*proxy, error) { return b.switchyard(oneRule(m.Addr())) }},
+		{name: "Switchyard 10k rules", row: rowSy10k, body: manyRulesBody(many.rules), only: half, start: func() (*proxy, error) { return b.switchyard(many) }},
 	} {
 		p, err := s.start()
 		if err != nil {
@@ -69,10 +69,7 @@ func (b *bench) sweep() {
 			continue
 		}
 		defer p.stop()
-		s.url, s.body, s.at = "http://"+p.addr+chatPath, manyRulesBody(many.rules), map[float64]*load.Result{}
-		if s.row != rowSy10k {
-			s.body = chatBody
-		}
+		s.url, s.at = "http://"+p.addr+chatPath, map[float64]*load.Result{}
 		_, _ = load.Run(b.ctx, load.Config{URL: s.url, Body: s.body, Headers: authHeader, Connections: b.o.conns, Duration: b.o.warmup})
 		ss = append(ss, s)
 	}
