@@ -94,7 +94,7 @@ type Endpoint struct {
 	// credentials, vertex); nil = none.
 	Token *TokenSource
 	// uris holds the adapter's fixed request URIs, parsed once (see
-	// prepareURIs); nil in an Endpoint built by hand: parsed per attempt.
+	// PrepareURIs); nil in an Endpoint built by hand: parsed per attempt.
 	uris endpointURIs
 }
 
@@ -146,7 +146,7 @@ type surfaceAdapter interface {
 	forSurface(s router.Surface) Adapter
 }
 
-// adapterOfSurface returns the Adapter that speaks surface s for a target whose
+// AdapterOfSurface returns the Adapter that speaks surface s for a target whose
 // provider adapter is a. Allocation-free.
 func AdapterOfSurface(a Adapter, s router.Surface) Adapter {
 	if sa, ok := a.(surfaceAdapter); ok {
@@ -162,7 +162,7 @@ type modelAdapter interface {
 	forModel(upstreamModel []byte) Adapter
 }
 
-// adapterOfModel returns the Adapter that speaks for upstreamModel when a
+// AdapterOfModel returns the Adapter that speaks for upstreamModel when a
 // picks one by model, else a. Allocation-free.
 func AdapterOfModel(a Adapter, upstreamModel []byte) Adapter {
 	if ma, ok := a.(modelAdapter); ok {

@@ -10,7 +10,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// anthropicVersion is the Messages API version header the adapter speaks.
+// AnthropicVersion is the Messages API version header the adapter speaks.
 const AnthropicVersion = "2023-06-01"
 
 // anthropicAdapter translates OpenAI chat completions to Anthropic's
@@ -24,7 +24,7 @@ func newAnthropicAdapter() Adapter { return anthropicAdapter{} }
 func (anthropicAdapter) Surfaces() router.SurfaceSet { return anthropicSurfaces }
 
 // uriPaths lists the paths under base_url it sends to, the pass-through's
-// included (see prepareURIs).
+// included (see PrepareURIs).
 func (anthropicAdapter) uriPaths() []string { return messagesAdapter{}.uriPaths() }
 
 // forSurface implements surfaceAdapter: messages is the pass-through.

@@ -120,10 +120,10 @@ func (d *anthropicStream) event(dst, data []byte) ([]byte, error) {
 // sseReader splits a text/event-stream into events and returns each
 // event's data (data lines joined by "\n"). Other fields are ignored: the
 // providers repeat the event name inside the data. An event (all its lines,
-// comments included, up to its blank line) is bounded by maxSSEEvent, as in
+// comments included, up to its blank line) is bounded by MaxSSEEvent, as in
 // the OpenAI-compatible relay: an upstream sending bytes with no newline, or
 // lines with no blank line, gets an oversizedEvent error after at most
-// maxSSEEvent plus one bufio.Reader buffer of input, instead of growing line
+// MaxSSEEvent plus one bufio.Reader buffer of input, instead of growing line
 // or data until the process runs out of memory. Not safe for concurrent use.
 type sseReader struct {
 	line []byte // a line longer than the bufio.Reader's buffer
@@ -133,7 +133,7 @@ type sseReader struct {
 // next returns the data of the next event with data. The slice is valid
 // until the next call. At the end of the input it returns io.EOF; an
 // unterminated last event is still delivered first. An event over
-// maxSSEEvent bytes is an oversizedEvent error.
+// MaxSSEEvent bytes is an oversizedEvent error.
 func (s *sseReader) next(r *bufio.Reader) ([]byte, error) {
 	s.data = s.data[:0]
 	hasData := false

@@ -77,7 +77,7 @@ const (
 // refuses a frame the decoder must not be handed: eventstream.Decoder
 // trusts the 32-bit total length (up to 4 GiB) and checks the message CRC
 // only after reading the whole frame, and a headers length over the total
-// wraps its payload length to about 4 GiB. A frame over maxSSEEvent bytes
+// wraps its payload length to about 4 GiB. A frame over MaxSSEEvent bytes
 // (Bedrock's are a few hundred) is an oversizedEvent error; an
 // inconsistent prelude (lengths that cannot hold, a bad prelude CRC) is a
 // malformedEvent error. Both are transport failures and neither consumes

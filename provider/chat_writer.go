@@ -324,7 +324,7 @@ type chatStream struct {
 	done  bool
 }
 
-// Usage implements usageReporter: the stream's final usage event.
+// Usage implements UsageReporter: the stream's final usage event.
 func (s *chatStream) Usage() Usage { return s.cw.reported }
 
 // withRole translates one event, preceded by the held role chunk when the

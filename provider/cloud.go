@@ -46,7 +46,7 @@ func setURI(req *fasthttp.Request, parts ...[]byte) {
 // Azure's OpenAI-compatible endpoints besides OpenAI's code.
 var overflowMessages = []string{"exceeds the maximum number of tokens", "maximum context length", "context_length_exceeded"}
 
-// classifyOpenAICompatible is openAIAdapter.ClassifyError, with a 400
+// classifyOpenAICompatible is OpenAIAdapter.ClassifyError, with a 400
 // whose message says the input is too long counted as an overflow.
 func classifyOpenAICompatible(status int, h *fasthttp.ResponseHeader, body []byte) (Class, []byte) {
 	cl, env := OpenAIAdapter{}.ClassifyError(status, h, body)

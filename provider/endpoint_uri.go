@@ -21,7 +21,7 @@ type uriPather interface {
 	uriPaths() []string
 }
 
-// prepareURIs parses ep's URI for each of ad's fixed paths, if it has any.
+// PrepareURIs parses ep's URI for each of ad's fixed paths, if it has any.
 // A URI fasthttp cannot parse is left out: attempts then set it as bytes,
 // as before, and fail or not as they did.
 func (ep *Endpoint) PrepareURIs(ad Adapter) {

@@ -20,7 +20,7 @@ import (
 // error type, so that as the first event it is an ordinary attempt failure
 // (failover-safe or not) and after the commit it reaches the client as
 // the upstream sent it. Events without a data line are dropped, as by
-// sseDecoder. Stateless (the event is found in the frame it builds), so
+// SSEDecoder. Stateless (the event is found in the frame it builds), so
 // one decoder per surface serves every stream; safe for concurrent use.
 type eventDecoder struct {
 	surface router.Surface

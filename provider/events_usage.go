@@ -24,7 +24,7 @@ func (s *eventStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 	return s.d.next(dst, r, &s.usage)
 }
 
-// Usage implements usageReporter.
+// Usage implements UsageReporter.
 func (s *eventStream) Usage() Usage { return s.usage }
 
 // noteEventUsage reads the usage of the few events that carry it, leaving

@@ -14,7 +14,7 @@ import (
 // Messages API: POST {base_url}/v1/messages (or /v1/messages/count_tokens)
 // with the client's body byte for byte (only "model" rewritten by
 // model_map), the target's x-api-key, and of the client's headers only
-// anthropic-version (default anthropicVersion) and anthropic-beta. Answers,
+// anthropic-version (default AnthropicVersion) and anthropic-beta. Answers,
 // error bodies and streams come back as Anthropic sent them. Stateless.
 type messagesAdapter struct{}
 
@@ -30,7 +30,7 @@ const (
 	countTokensPath = "/v1/messages/count_tokens"
 )
 
-// uriPaths lists the paths under base_url it sends to (see prepareURIs).
+// uriPaths lists the paths under base_url it sends to (see PrepareURIs).
 func (messagesAdapter) uriPaths() []string { return []string{messagesPath, countTokensPath} }
 
 // Surfaces implements Adapter: messages.

@@ -13,7 +13,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// openAIAdapter speaks to any OpenAI-compatible server (OpenAI, vLLM,
+// OpenAIAdapter speaks to any OpenAI-compatible server (OpenAI, vLLM,
 // SGLang, Ollama, llama.cpp…). The request body is forwarded byte for byte
 // except the top-level "model" value when model_map rewrites it; answers
 // and streams pass through unchanged. Stateless.
@@ -29,7 +29,7 @@ var openAIPaths = [router.NumSurfaces]string{
 	router.SurfaceResponses:   "/responses",
 }
 
-// uriPaths lists the paths under base_url it sends to (see prepareURIs).
+// uriPaths lists the paths under base_url it sends to (see PrepareURIs).
 func (OpenAIAdapter) uriPaths() []string {
 	var p []string
 	for _, path := range openAIPaths {

@@ -19,7 +19,7 @@ const minSecretLen = 8
 // AWS values, and an OAuth access token with the one it replaced.
 const maxSecrets = 6
 
-// secret is one credential to redact and the set of its bytes.
+// Secret is one credential to redact and the set of its bytes.
 type Secret struct {
 	value []byte
 	// bytes holds the bytes of value (utf8.RuneSelf standing for any
@@ -33,7 +33,7 @@ type byteSet [4]uint64
 
 func (s *byteSet) holds(c byte) bool { return s[c>>6]&(1<<(c&63)) != 0 }
 
-// secretsOf returns a target's credentials to redact: those of at least
+// SecretsOf returns a target's credentials to redact: those of at least
 // minSecretLen bytes, at most maxSecrets.
 func SecretsOf(e *Endpoint) []Secret {
 	var out []Secret
@@ -187,7 +187,7 @@ func nextEscape(b []byte, p int, in *byteSet) (q int, c byte, width int) {
 }
 
 // escapeHead returns the byte the escape at the start of b decodes to and
-// the escape's width: utf8.RuneSelf for any non-ASCII character (secretsOf
+// the escape's width: utf8.RuneSelf for any non-ASCII character (SecretsOf
 // marks it held by a non-ASCII secret), and '\\' with width 1 for an
 // invalid escape (the backslash then stands for itself).
 func escapeHead(b []byte) (c byte, width int) {

@@ -6,7 +6,7 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// createdResponseID returns a copy of the response id a Responses API
+// CreatedResponseID returns a copy of the response id a Responses API
 // stream's first event (response.created) carries in response.id, or nil.
 func CreatedResponseID(frame []byte) []byte {
 	i := bytes.Index(frame, []byte("data:"))

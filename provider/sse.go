@@ -13,7 +13,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// sseDecoder relays an OpenAI-compatible SSE stream event by event, byte
+// SSEDecoder relays an OpenAI-compatible SSE stream event by event, byte
 // for byte (line endings included). Events without a data line (comments
 // such as ": keep-alive", or a lone "event:" line) are dropped: they carry
 // nothing for the client and, before the commit, must not count as the
@@ -27,7 +27,7 @@ type SSEDecoder struct {
 	usage Usage
 }
 
-// Usage implements usageReporter.
+// Usage implements UsageReporter.
 func (d *SSEDecoder) Usage() Usage { return d.usage }
 
 // ssePool keeps pass-through decoders between streams: the most common
@@ -41,7 +41,7 @@ func (d *SSEDecoder) release() { ssePool.Put(d) }
 // stream has ended.
 type pooledDecoder interface{ release() }
 
-// releaseDecoder pools d if it is pooled; d must not be used again.
+// ReleaseDecoder pools d if it is pooled; d must not be used again.
 func ReleaseDecoder(d StreamDecoder) {
 	if p, ok := d.(pooledDecoder); ok {
 		p.release()
@@ -55,14 +55,14 @@ const (
 	doneFrame = "data: " + doneData + "\n\n"
 )
 
-// maxSSEEvent bounds one upstream SSE event (all its lines). OpenAI-style
+// MaxSSEEvent bounds one upstream SSE event (all its lines). OpenAI-style
 // chunks are a few hundred bytes; without a bound, an upstream sending bytes
 // with no blank line (or no newline at all) would grow one frame buffer
 // until the process runs out of memory.
 const MaxSSEEvent = 8 << 20
 
 // oversizedEvent is the error of an upstream stream event (an SSE event, an
-// Anthropic event, a Bedrock frame) over maxSSEEvent bytes, in surface s's
+// Anthropic event, a Bedrock frame) over MaxSSEEvent bytes, in surface s's
 // envelope: a transport failure, failover-safe before the commit and an
 // error frame after it.
 func oversizedEvent(s router.Surface) *StreamError {

@@ -67,7 +67,7 @@ func namedEvents(s router.Surface) bool {
 	return s == router.SurfaceResponses || s == router.SurfaceMessages
 }
 
-// appendErrorFrame appends the SSE frame that ends a committed stream of
+// AppendErrorFrame appends the SSE frame that ends a committed stream of
 // surface s with envelope (the surface's): "data: {envelope}" on chat and
 // completions; "event: error" + "data: {envelope}" on messages
 // (Anthropic's error event); "event: error" + the Responses API's error

@@ -17,7 +17,7 @@ type Usage struct {
 // Known reports whether any count is known.
 func (u Usage) Known() bool { return u.HasPrompt || u.HasCompletion }
 
-// usageReporter is a StreamDecoder that knows the usage of the stream it
+// UsageReporter is a StreamDecoder that knows the usage of the stream it
 // decoded so far (the last usage the upstream reported).
 type UsageReporter interface {
 	Usage() Usage
