@@ -16,8 +16,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/cli"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // chromiumPath is Debian's chromium, which .ci/run installs.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/daemon"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // Secrets the tests configure or send, which nothing on the console may

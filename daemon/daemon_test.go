@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/hotpath"
+	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/upstream"
 )
 

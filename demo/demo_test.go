@@ -22,9 +22,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/daemon"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // portEnv are the variables run.sh exports and demo.yaml reads, by mock name.

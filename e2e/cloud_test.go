@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/daemon"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // The cloud providers end to end: the real daemon in front of mock's

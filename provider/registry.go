@@ -1,8 +1,13 @@
-// Package provider is the one table of the providers Switchyard speaks:
-// their names, the surfaces each serves, their default base URL and
-// environment variables, and the config keys that belong to each. Config
-// validation, routing's surface sets and the upstream adapters all read it,
-// so adding a provider is one row here plus its adapter. Pure data, no I/O.
+// Package provider holds what Switchyard knows of each provider it speaks:
+// the one table of providers (their names, the surfaces each serves, their
+// default base URL and environment variables, the config keys that belong
+// to each, and the adapter that speaks its protocol), and the adapters
+// themselves: request building, response and stream translation, usage
+// readers, error classification and envelopes, and OAuth token sources.
+// Config validation, routing's surface sets and package upstream all read
+// the table, so adding a provider is one row here plus its adapter.
+// Package upstream owns the transport, connection pool, chain walk and
+// resilience, and imports this package; this package never imports it.
 package provider
 
 import (
@@ -38,6 +43,8 @@ type Info struct {
 	// Keys are the provider-specific target keys this provider accepts;
 	// every other provider-specific key (see SpecificKeys) is refused.
 	Keys []string
+	// Adapter speaks the provider's protocol.
+	Adapter Adapter
 }
 
 const (
@@ -47,24 +54,35 @@ const (
 
 // table lists every provider, in the order problems name them.
 var table = [...]Info{
-	{Name: OpenAI, Surfaces: allButMessage, DefaultBaseURL: "https://api.openai.com/v1",
+	{Name: OpenAI, Adapter: OpenAIAdapter{}, Surfaces: allButMessage, DefaultBaseURL: "https://api.openai.com/v1",
 		EnvBaseURL: "OPENAI_BASE_URL", EnvAPIKey: "OPENAI_API_KEY", Keys: []string{"api_key"}},
-	{Name: Anthropic, Surfaces: chatOnly | 1<<router.SurfaceMessages, DefaultBaseURL: "https://api.anthropic.com",
+	{Name: Anthropic, Adapter: anthropicAdapter{}, Surfaces: chatOnly | 1<<router.SurfaceMessages, DefaultBaseURL: "https://api.anthropic.com",
 		EnvBaseURL: "ANTHROPIC_BASE_URL", EnvAPIKey: "ANTHROPIC_API_KEY", Keys: []string{"api_key"}},
-	{Name: Bedrock, Surfaces: chatOnly,
+	{Name: Bedrock, Adapter: bedrockAdapter{}, Surfaces: chatOnly,
 		EnvBaseURL: "BEDROCK_BASE_URL", EnvAPIKey: "BEDROCK_API_KEY",
 		Keys: []string{"api_key", "region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token"}},
-	{Name: Azure, Surfaces: allButMessage,
+	{Name: Azure, Adapter: azureAdapter{}, Surfaces: allButMessage,
 		EnvBaseURL: "AZURE_OPENAI_BASE_URL", EnvAPIKey: "AZURE_OPENAI_API_KEY",
 		Keys: []string{"api_key", "azure_api_version", "azure_deployment_type", "azure_tenant_id",
 			"azure_client_id", "azure_client_secret", "azure_authority"}},
-	{Name: Vertex, Surfaces: chatOnly | 1<<router.SurfaceMessages,
+	{Name: Vertex, Adapter: vertexAdapter{}, Surfaces: chatOnly | 1<<router.SurfaceMessages,
 		EnvBaseURL: "VERTEX_BASE_URL",
 		Keys:       []string{"project", "region", "credentials_file", "credentials_json"}},
-	{Name: Gemini, Surfaces: chatOnly | 1<<router.SurfaceEmbeddings,
+	{Name: Gemini, Adapter: geminiAdapter{}, Surfaces: chatOnly | 1<<router.SurfaceEmbeddings,
 		DefaultBaseURL: "https://generativelanguage.googleapis.com/v1beta/openai",
 		EnvBaseURL:     "GEMINI_BASE_URL", EnvAPIKey: "GEMINI_API_KEY", Keys: []string{"api_key"}},
 }
+
+// The surfaces of each provider, from the table: what the adapters'
+// Surfaces report, so a provider's surfaces are written once.
+var (
+	openAISurfaces    = Lookup(OpenAI).Surfaces
+	anthropicSurfaces = Lookup(Anthropic).Surfaces
+	bedrockSurfaces   = Lookup(Bedrock).Surfaces
+	azureSurfaces     = Lookup(Azure).Surfaces
+	vertexSurfaces    = Lookup(Vertex).Surfaces
+	geminiSurfaces    = Lookup(Gemini).Surfaces
+)
 
 // SpecificKeys are the target keys that only some providers accept, in
 // the order they are checked.

@@ -27,6 +27,7 @@ var familyHelp = map[string]string{
 	famInfo:        "Always 1; hash is the first 12 hex digits of the serving configuration's SHA-256.",
 	famPanics:      "Panics recovered while serving a request (a gateway bug).",
 	famDiscards:    "Pooled upstream connections dropped before reuse, nothing written to them.",
+	famTokenFail:   "Failed OAuth access token fetches of the target's credentials (azure with Entra ID, vertex).",
 }
 
 // otherHelp is the # HELP text of the process and Go runtime families,

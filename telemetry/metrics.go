@@ -49,6 +49,7 @@ const (
 	famInfo      = "switchyard_config_info"
 	famPanics    = "switchyard_panics_total"
 	famDiscards  = "switchyard_upstream_conn_discards_total"
+	famTokenFail = "switchyard_upstream_token_failures_total"
 	// famKeyRequests and famTokens are labelled by client key name (key="" without auth).
 	famKeyRequests = "switchyard_key_requests_total"
 	famTokens      = "switchyard_tokens_total"
@@ -316,6 +317,24 @@ func (m *Metrics) appendTargetGauges(b []byte, now time.Time) []byte {
 			b = strconv.AppendUint(b, t.ConnDiscards(i), 10)
 			b = append(b, '\n')
 		}
+	}
+	// The token sources' failed fetches, for the targets that have one.
+	meta := false
+	for _, t := range ts {
+		n, ok := t.TokenFailures()
+		if !ok {
+			continue
+		}
+		if !meta {
+			b = appendMetadata(b, famTokenFail, "counter")
+			meta = true
+		}
+		b = append(b, famTokenFail...)
+		b = append(b, `{target=`...)
+		b = appendLabelValue(b, t.Name)
+		b = append(b, "} "...)
+		b = strconv.AppendUint(b, n, 10)
+		b = append(b, '\n')
 	}
 	return b
 }

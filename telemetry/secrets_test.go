@@ -163,10 +163,10 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 	want := []string{
 		"RequestID []uint8", "Surface router.Surface", "Model []uint8", "Rule int", "Walked []string",
 		"Target string", "Attempts int", "Status int", "Latency time.Duration", "TTFB time.Duration",
-		"Stream bool", "Class upstream.Class",
+		"Stream bool", "Class provider.Class",
 		// The key's name (never the key), token counts, and the trace id
 		// (validated hex from the client's traceparent).
-		"Key string", "Usage upstream.Usage", "TraceID []uint8", "Spend int64", "HasSpend bool",
+		"Key string", "Usage provider.Usage", "TraceID []uint8", "Spend int64", "HasSpend bool",
 		// The walk's steps point at runtime targets, which hold
 		// credentials: only the audit log reads them, and it writes a
 		// target's name, provider, base URL host and label (audit, and

@@ -17,8 +17,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/daemon"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // receiver is a test OTLP/HTTP collector: it keeps every span it is sent

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/provider"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -44,16 +45,12 @@ func TestPreparedURIsWriteTheSameRequest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tg.Endpoint.uris) == 0 {
+			if !tg.Endpoint.Prepared() {
 				t.Fatalf("%s %s: no prepared URIs", c.provider, base)
 			}
-			hand := tg.Endpoint
-			hand.uris = nil
+			hand := tg.Endpoint.Unprepared()
 			call := &Call{Surface: c.surface, Body: body, Model: []byte("m"), CountTokens: c.count}
-			ad := tg.Adapter
-			if sa, ok := ad.(surfaceAdapter); ok {
-				ad = sa.forSurface(c.surface)
-			}
+			ad := provider.AdapterOfSurface(tg.Adapter, c.surface)
 			got := writeAttempt(t, tg.client(), ad, &tg.Endpoint, call)
 			want := writeAttempt(t, tg.client(), ad, &hand, call)
 			if !bytes.Equal(got, want) {
@@ -89,8 +86,7 @@ func BenchmarkBuildRequestOpenAI(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hand := tg.Endpoint
-	hand.uris = nil
+	hand := tg.Endpoint.Unprepared()
 	call := &Call{Surface: router.SurfaceChat, Body: []byte(`{"model":"m"}`), Model: []byte("m")}
 	for _, bc := range []struct {
 		name string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/provider"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -113,7 +114,7 @@ func (s *relayBody) next() (out []byte) {
 			reportPanic(s.obs, v)
 			s.finish(ClassTransport)
 			s.breakerClass = ClassCanceled
-			out = appendErrorFrame(s.takeFrame(), s.surface, internalErrorEnvelope(s.surface))
+			out = provider.AppendErrorFrame(s.takeFrame(), s.surface, internalErrorEnvelope(s.surface))
 			*s.buf = out[:0]
 		}
 	}()
@@ -149,7 +150,7 @@ func (s *relayBody) next() (out []byte) {
 		// The upstream's own error event, already in the frame.
 		return s.frame
 	}
-	s.frame = appendErrorFrame(s.frame, s.surface, s.t.redact(o.envelope))
+	s.frame = provider.AppendErrorFrame(s.frame, s.surface, s.t.redact(o.envelope))
 	*s.buf = s.frame[:0]
 	return s.frame
 }
@@ -276,10 +277,10 @@ func (s *relayBody) release() {
 	s.t.Limiter().Release()
 	res, obs, took := s.res, s.obs, end.Sub(s.start)
 	res.Class = s.class
-	if ur, ok := s.dec.(usageReporter); ok && s.class == ClassOK {
+	if ur, ok := s.dec.(provider.UsageReporter); ok && s.class == ClassOK {
 		res.Usage = ur.Usage()
 	}
-	releaseDecoder(s.dec)
+	provider.ReleaseDecoder(s.dec)
 	class := s.class
 	*s = relayBody{ended: true, class: class}
 	// The observer's own bug must not crash the process either.

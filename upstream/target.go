@@ -93,3 +93,14 @@ func (t *Target) Limiter() *Limiter { return &t.state.limiter }
 
 // client returns the identity's current HostClient.
 func (t *Target) client() *fasthttp.HostClient { return t.state.client.Load() }
+
+// TokenFailures returns how many of the target's OAuth token fetches have
+// failed since its identity's token source started, and false when the
+// target has no token source (an API key or no credential). Targets of one
+// identity share the source and so the count.
+func (t *Target) TokenFailures() (uint64, bool) {
+	if ts := t.Endpoint.Token; ts != nil {
+		return uint64(ts.Fails()), true
+	}
+	return 0, false
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/internal/byteconv"
+	"github.com/switchyard/switchyard/provider"
 )
 
 // Response headers set by Walk on every proxied response (README, HTTP surface and headers). The hot
@@ -227,7 +228,7 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 // the answer written (a success or a committed stream); false when
 // w.last holds the member's failure.
 func (w *walk) member(t *Target) bool {
-	if !w.call.Fence.Admits(t.Index) {
+	if f := w.call.Fence; f != nil && !f.Admits(t.Index) {
 		return w.fenced(t) // the residency guard: never called
 	}
 	now := w.now
@@ -379,7 +380,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		}
 	}()
 	model := t.UpstreamModel(w.call.Model)
-	ad := adapterOfModel(adapterOfSurface(t.Adapter, w.call.Surface), model)
+	ad := provider.AdapterOfModel(provider.AdapterOfSurface(t.Adapter, w.call.Surface), model)
 	if err := ad.BuildRequest(req, &t.Endpoint, w.call, model); err != nil {
 		fasthttp.ReleaseRequest(req)
 		if err == ErrNoToken {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/provider"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -55,7 +56,7 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 			o = outcome{class: ClassCanceled}
 		}
 		w.guard.closeStream(resp) // unread: discards the connection
-		releaseDecoder(dec)
+		provider.ReleaseDecoder(dec)
 		br.Reset(nil)
 		readerPool.Put(br)
 		*buf = frame[:0]
@@ -73,7 +74,7 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 	rc.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
 	w.res.Status, w.res.Class, w.res.Stream = resp.StatusCode(), ClassOK, true
 	if surface == router.SurfaceResponses {
-		w.res.ResponseID = createdResponseID(frame) // its owner is recorded before the client reads it
+		w.res.ResponseID = provider.CreatedResponseID(frame) // its owner is recorded before the client reads it
 	}
 	w.headers(t)
 

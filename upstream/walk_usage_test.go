@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-	"github.com/valyala/fastjson"
 
 	"github.com/switchyard/switchyard/config"
 )
@@ -151,20 +150,5 @@ func TestWalkReportsEventStreamUsage(t *testing.T) {
 				t.Fatalf("usage %+v, want %+v", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestFastjsonUsageRefusesDoubt(t *testing.T) {
-	for _, body := range []string{
-		`{"prompt_tokens":1,"input_tokens":2}`, `{"input_tokens":1.5}`, `{"input_tokens":-1}`,
-		`{"input_tokens":"1"}`, `{"input_tokens":1,"cache_read_input_tokens":"x"}`, `{}`, `[]`,
-	} {
-		v, err := fastjson.Parse(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if u, ok := fastjsonUsage(v); ok {
-			t.Errorf("%s: %+v", body, u)
-		}
 	}
 }

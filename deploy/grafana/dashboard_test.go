@@ -20,8 +20,8 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/daemon"
+	"github.com/switchyard/switchyard/mock"
 )
 
 // exprs returns every PromQL expression of the dashboard: panel targets,
