@@ -1,8 +1,10 @@
 // Package audit writes and verifies Switchyard's audit log (README, Proving
 // residency): one JSON line per authenticated request saying where it went,
 // each line carrying the SHA-256 of the line before it, and Ed25519-signed
-// checkpoints. Lines are formatted, hashed and written by one goroutine fed
-// through a bounded queue, so a request pays for a copy of a few fields.
+// checkpoints. A request copies a few fields into a batch under a mutex;
+// one writer goroutine takes the batch every FlushEvery (sooner when it is
+// large), formats and hashes its lines and writes them in one call, so a
+// request pays neither a wake-up of the writer nor a system call.
 package audit
 
 import (
@@ -25,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchyard/switchyard/internal/byteconv"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
@@ -34,12 +37,21 @@ import (
 // reports true and the gateway refuses new requests 503 audit_unavailable.
 const MaxBehind = 10_000
 
-// queueCap bounds the queue: beyond MaxBehind, requests already admitted
-// still find room; a full queue makes Add wait (a line is never dropped).
+// FlushEvery is how often the writer takes the lines added since its last
+// turn and writes them to the file: the longest a line waits in memory
+// while the writer keeps up.
+const FlushEvery = 20 * time.Millisecond
+
+// wakeLines is the batch size at which Add wakes the writer before its
+// next turn, so a burst is written in bounded chunks.
+const wakeLines = 2048
+
+// queueCap bounds the batch: beyond MaxBehind, requests already admitted
+// still find room; a full batch makes Add wait (a line is never dropped).
 const queueCap = 1 << 16
 
 // flushBytes is the buffered size past which the writer writes to the file
-// even while more lines are queued.
+// in the middle of a batch.
 const flushBytes = 256 << 10
 
 // genesis is the prev of the first line of a chain.
@@ -67,15 +79,24 @@ type Options struct {
 // Log is an open audit log. Add and Behind are safe for concurrent use and
 // cheap; Close ends the writer. Create it with Open.
 type Log struct {
-	opt     Options
-	q       chan *item
+	opt Options
+
+	mu     sync.Mutex
+	batch  []item        // lines added since the writer's last turn
+	full   sync.Cond     // on mu: the batch has room again, or the log closed
+	wait   int           // Adds waiting on full
+	closed bool          // the writer took its last batch: Add writes nothing
+	wake   chan struct{} // cap 1: the batch reached wakeLines
+
 	pending atomic.Int64 // lines added and not yet written to the file
+	syncs   chan chan struct{}
 	done    chan struct{}
 	closing chan struct{}
 	once    sync.Once
 	err     atomic.Pointer[error]
 
 	// Writer goroutine state.
+	spare     []item // the batch before last, handed back to Add at the next turn
 	f         *os.File
 	size      int64
 	buf       []byte
@@ -87,9 +108,10 @@ type Log struct {
 	hosts     map[*upstream.Target]string
 }
 
-// item is one queued request: what the line needs, copied out of the
-// request's pooled memory.
+// item is one request's line: what it needs, copied out of the request's
+// pooled memory into buffers the batch reuses.
 type item struct {
+	at           time.Time
 	reqID, model []byte
 	key, hash    string
 	surface      router.Surface
@@ -97,10 +119,7 @@ type item struct {
 	chain        []string
 	steps        []telemetry.Step
 	status       int
-	sync         chan struct{} // non-nil: a flush request, not a line
 }
-
-var itemPool = sync.Pool{New: func() any { return &item{} }}
 
 // Open opens (or creates) the log at opt.Path and starts its writer. An
 // existing file, or the newest rotated one when the file is missing, is
@@ -119,7 +138,9 @@ func Open(opt Options) (*Log, error) {
 	if len(opt.Key) != ed25519.PrivateKeySize {
 		return nil, errors.New("audit: no signing key")
 	}
-	l := &Log{opt: opt, q: make(chan *item, queueCap), done: make(chan struct{}), closing: make(chan struct{})}
+	l := &Log{opt: opt, wake: make(chan struct{}, 1), syncs: make(chan chan struct{}),
+		done: make(chan struct{}), closing: make(chan struct{})}
+	l.full.L = &l.mu
 	if err := l.resume(); err != nil {
 		return nil, err
 	}
@@ -243,18 +264,40 @@ func (l *Log) rotatedFiles() []string {
 
 // Add queues one request's line: e's request id, key, surface, model,
 // rule, walk and status, and hash, the configuration's. e is not retained.
+// In the steady state it allocates nothing: the batch's items and their
+// buffers are reused.
 func (l *Log) Add(e *telemetry.Entry, hash string) {
-	it := itemPool.Get().(*item)
+	at := l.opt.Now()
+	l.mu.Lock()
+	for len(l.batch) >= queueCap && !l.closed {
+		l.wait++
+		l.full.Wait()
+		l.wait--
+	}
+	if l.closed { // closed: nothing more is written
+		l.mu.Unlock()
+		return
+	}
+	n := len(l.batch)
+	if n < cap(l.batch) {
+		l.batch = l.batch[:n+1]
+	} else {
+		l.batch = append(l.batch, item{})
+	}
+	it := &l.batch[n]
+	it.at = at
 	it.reqID = append(it.reqID[:0], e.RequestID...)
 	it.model = append(it.model[:0], e.Model...)
 	it.key, it.hash, it.surface, it.rule, it.status = e.Key, hash, e.Surface, e.Rule, e.Status
 	it.chain = append(it.chain[:0], e.Walked...)
 	it.steps = append(it.steps[:0], e.Steps...)
 	l.pending.Add(1)
-	select {
-	case l.q <- it:
-	case <-l.done: // closed: nothing more is written
-		l.pending.Add(-1)
+	l.mu.Unlock()
+	if n+1 == wakeLines {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -277,7 +320,7 @@ func (l *Log) Err() error {
 func (l *Log) Sync() {
 	c := make(chan struct{})
 	select {
-	case l.q <- &item{sync: c}:
+	case l.syncs <- c:
 		select {
 		case <-c:
 		case <-l.done:
@@ -294,49 +337,39 @@ func (l *Log) Close() error {
 	return l.Err()
 }
 
+// fail records err, the writer's first I/O error; a nil err costs nothing
+// (keeping the address of fail's own parameter would move every error
+// passed in, nil included, to the heap).
 func (l *Log) fail(err error) {
 	if err != nil {
-		l.err.CompareAndSwap(nil, &err)
+		l.setErr(err)
 	}
 }
 
-// run is the writer goroutine.
+func (l *Log) setErr(err error) { l.err.CompareAndSwap(nil, &err) }
+
+// run is the writer goroutine: every FlushEvery (or when Add finds the
+// batch large) it writes the lines added since its last turn.
 func (l *Log) run() {
 	defer close(l.done)
-	tick := time.NewTicker(min(l.opt.CheckpointEvery, 50*time.Millisecond))
+	tick := time.NewTicker(min(l.opt.CheckpointEvery, FlushEvery))
 	defer tick.Stop()
 	for {
 		select {
-		case it := <-l.q:
-			l.take(it)
-			// Drain what is queued, then write: lines reach the file as
-			// soon as the writer is idle, in few system calls under load.
-			for len(l.buf) < flushBytes {
-				select {
-				case it := <-l.q:
-					l.take(it)
-					continue
-				default:
-				}
-				break
-			}
-			l.flush()
 		case <-tick.C:
+			l.turn(false)
 			if l.unsigned > 0 && l.opt.Now().Sub(l.lastCheck) >= l.opt.CheckpointEvery {
 				l.checkpoint()
 				l.flush()
 				l.fsync()
 			}
+		case <-l.wake:
+			l.turn(false)
+		case c := <-l.syncs:
+			l.turn(false)
+			close(c)
 		case <-l.closing:
-			for {
-				select {
-				case it := <-l.q:
-					l.take(it)
-					continue
-				default:
-				}
-				break
-			}
+			l.turn(true)
 			if l.unsigned > 0 {
 				l.checkpoint()
 			}
@@ -348,13 +381,31 @@ func (l *Log) run() {
 	}
 }
 
-// take formats one queued item (or answers a Sync).
-func (l *Log) take(it *item) {
-	if it.sync != nil {
-		l.flush()
-		close(it.sync)
-		return
+// turn takes the batch (the last one when last: Add writes nothing after
+// it), formats and hashes its lines and writes them to the file.
+func (l *Log) turn(last bool) {
+	l.mu.Lock()
+	b := l.batch
+	l.batch, l.spare = l.spare[:0], nil
+	l.closed = last
+	if l.wait > 0 {
+		l.full.Broadcast()
 	}
+	l.mu.Unlock()
+	for i := range b {
+		l.take(&b[i])
+		if len(l.buf) >= flushBytes {
+			l.flush()
+		}
+	}
+	l.flush()
+	l.pending.Add(-int64(len(b)))
+	l.spare = b[:0]
+}
+
+// take formats and hashes one line into the buffer, and rotates the file
+// when the buffer would take it past MaxFileBytes.
+func (l *Log) take(it *item) {
 	l.seq++
 	if l.firstSeq == 0 {
 		l.firstSeq = l.seq
@@ -362,10 +413,9 @@ func (l *Log) take(it *item) {
 	start := len(l.buf)
 	l.buf = l.appendRecord(l.buf, it)
 	l.endLine(start)
-	clear(it.steps)
-	it.key, it.hash, it.chain = "", "", it.chain[:0]
-	itemPool.Put(it)
-	l.pending.Add(-1)
+	clear(it.steps) // the targets of an old configuration are not kept alive
+	clear(it.chain)
+	it.key, it.hash = "", ""
 	l.unsigned++
 	if l.size+int64(len(l.buf)) > l.opt.MaxFileBytes {
 		l.rotate()
@@ -380,20 +430,20 @@ func (l *Log) endLine(start int) {
 
 func (l *Log) appendRecord(b []byte, it *item) []byte {
 	b = append(b, `{"time":"`...)
-	b = l.opt.Now().UTC().AppendFormat(b, time.RFC3339Nano)
+	b = it.at.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
 	b = append(b, `,"replica":`...)
 	b = upstream.AppendJSONString(b, l.opt.Replica)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, l.seq, 10)
 	b = append(b, `,"request_id":`...)
-	b = upstream.AppendJSONString(b, string(it.reqID))
+	b = upstream.AppendJSONString(b, byteconv.String(it.reqID))
 	b = append(b, `,"key":`...)
 	b = upstream.AppendJSONString(b, it.key)
 	b = append(b, `,"surface":`...)
 	b = upstream.AppendJSONString(b, surfaceName(it.surface))
 	b = append(b, `,"model":`...)
-	b = upstream.AppendJSONString(b, string(it.model))
+	b = upstream.AppendJSONString(b, byteconv.String(it.model))
 	b = append(b, `,"rule":`...)
 	switch {
 	case it.rule == telemetry.RuleNotRouted:
