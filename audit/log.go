@@ -105,7 +105,8 @@ type Log struct {
 	firstSeq  uint64 // seq of the current file's first record (0: none yet)
 	unsigned  int    // lines since the last checkpoint
 	lastCheck time.Time
-	hosts     map[*upstream.Target]string
+	heads     map[*upstream.Target][]byte // attemptHead's cache
+	replica   []byte                      // ,"replica":"…"
 }
 
 // item is one request's line: what it needs, copied out of the request's
@@ -141,6 +142,7 @@ func Open(opt Options) (*Log, error) {
 	l := &Log{opt: opt, wake: make(chan struct{}, 1), syncs: make(chan chan struct{}),
 		done: make(chan struct{}), closing: make(chan struct{})}
 	l.full.L = &l.mu
+	l.replica = upstream.AppendJSONString([]byte(`,"replica":`), opt.Replica)
 	if err := l.resume(); err != nil {
 		return nil, err
 	}
@@ -432,8 +434,7 @@ func (l *Log) appendRecord(b []byte, it *item) []byte {
 	b = append(b, `{"time":"`...)
 	b = it.at.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
-	b = append(b, `,"replica":`...)
-	b = upstream.AppendJSONString(b, l.opt.Replica)
+	b = append(b, l.replica...)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, l.seq, 10)
 	b = append(b, `,"request_id":`...)
@@ -467,16 +468,7 @@ func (l *Log) appendRecord(b []byte, it *item) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		t := s.Target
-		b = append(b, `{"target":`...)
-		b = upstream.AppendJSONString(b, t.Name)
-		b = append(b, `,"provider":`...)
-		b = upstream.AppendJSONString(b, t.Provider)
-		b = append(b, `,"host":`...)
-		b = upstream.AppendJSONString(b, l.hostOf(t))
-		b = append(b, `,"residency":`...)
-		b = upstream.AppendJSONString(b, t.Residency)
-		b = append(b, `,"outcome":`...)
+		b = append(b, l.attemptHead(s.Target)...)
 		if s.Refused {
 			b = append(b, `"residency_refused"`...)
 		} else {
@@ -500,22 +492,33 @@ func surfaceName(s router.Surface) string {
 	return "none"
 }
 
-// hostOf is the host[:port] of t's base URL, never its user info, path or
-// query; parsed once per target (the cache is dropped when it grows past
-// a few reloads' worth).
-func (l *Log) hostOf(t *upstream.Target) string {
-	if h, ok := l.hosts[t]; ok {
+// attemptHead is the start of an attempt naming t, up to its outcome:
+// {"target":…,"provider":…,"host":…,"residency":…,"outcome": with the
+// host[:port] of t's base URL, never its user info, path or query. Built
+// once per target (the cache is dropped when it grows past a few reloads'
+// worth); targets do not change once built.
+func (l *Log) attemptHead(t *upstream.Target) []byte {
+	if h, ok := l.heads[t]; ok {
 		return h
 	}
-	if len(l.hosts) >= 4096 || l.hosts == nil {
-		l.hosts = make(map[*upstream.Target]string)
+	if len(l.heads) >= 4096 || l.heads == nil {
+		l.heads = make(map[*upstream.Target][]byte)
 	}
-	h := ""
+	host := ""
 	if u, err := url.Parse(t.Endpoint.BaseURL); err == nil {
-		h = u.Host
+		host = u.Host
 	}
-	l.hosts[t] = h
-	return h
+	b := append([]byte(nil), `{"target":`...)
+	b = upstream.AppendJSONString(b, t.Name)
+	b = append(b, `,"provider":`...)
+	b = upstream.AppendJSONString(b, t.Provider)
+	b = append(b, `,"host":`...)
+	b = upstream.AppendJSONString(b, host)
+	b = append(b, `,"residency":`...)
+	b = upstream.AppendJSONString(b, t.Residency)
+	b = append(b, `,"outcome":`...)
+	l.heads[t] = b
+	return b
 }
 
 // checkpointMessage is what a checkpoint's signature covers.

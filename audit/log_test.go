@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
@@ -240,5 +241,49 @@ func TestLogNamesARefusedMember(t *testing.T) {
 	want := `"attempts":[{"target":"eu","provider":"openai","host":"eu.example.com","residency":"eu","outcome":"server"},{"target":"us","provider":"openai","host":"us.example.com","residency":"us","outcome":"residency_refused"}],"status":500`
 	if !strings.Contains(string(b), want) {
 		t.Fatalf("line %s\nlacks %s", b, want)
+	}
+}
+
+// TestLinesReachTheFileWithoutSync: the writer takes the batch on its own
+// (every FlushEvery), with no Sync, Close or full batch to prompt it.
+func TestLinesReachTheFileWithoutSync(t *testing.T) {
+	priv, _ := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(Options{Path: path, Key: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	writeLines(t, l, 0, 3)
+	for i := 0; ; i++ {
+		b, _ := os.ReadFile(path)
+		if bytes.Count(b, []byte("\n")) == 3 && l.Pending() == 0 {
+			break
+		}
+		if i == 1000 { // ten seconds: a writer that never wakes
+			t.Fatalf("after 10s the file holds %q, %d pending; want 3 lines", b, l.Pending())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAddAfterCloseWritesNothing: Close writes every line added before it;
+// an Add after it returns at once and adds nothing.
+func TestAddAfterCloseWritesNothing(t *testing.T) {
+	priv, pub := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(Options{Path: path, Key: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, l, 0, 5)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, l, 5, 5)
+	l.Sync()
+	r, err := Verify(pub, []string{path})
+	if err != nil || r.Records != 5 || r.Unsigned != 0 || l.Pending() != 0 {
+		t.Fatalf("report %+v err %v pending %d; want 5 signed lines", r, err, l.Pending())
 	}
 }
