@@ -26,6 +26,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/switchyard/switchyard/internal/byteconv"
 	"github.com/switchyard/switchyard/router"
@@ -438,13 +439,13 @@ func (l *Log) appendRecord(b []byte, it *item) []byte {
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, l.seq, 10)
 	b = append(b, `,"request_id":`...)
-	b = upstream.AppendJSONString(b, byteconv.String(it.reqID))
+	b = appendJSONString(b, byteconv.String(it.reqID))
 	b = append(b, `,"key":`...)
-	b = upstream.AppendJSONString(b, it.key)
+	b = appendJSONString(b, it.key)
 	b = append(b, `,"surface":`...)
-	b = upstream.AppendJSONString(b, surfaceName(it.surface))
+	b = appendJSONString(b, surfaceName(it.surface))
 	b = append(b, `,"model":`...)
-	b = upstream.AppendJSONString(b, byteconv.String(it.model))
+	b = appendJSONString(b, byteconv.String(it.model))
 	b = append(b, `,"rule":`...)
 	switch {
 	case it.rule == telemetry.RuleNotRouted:
@@ -461,7 +462,7 @@ func (l *Log) appendRecord(b []byte, it *item) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = upstream.AppendJSONString(b, c)
+		b = appendJSONString(b, c)
 	}
 	b = append(b, `],"attempts":[`...)
 	for i, s := range it.steps {
@@ -472,17 +473,30 @@ func (l *Log) appendRecord(b []byte, it *item) []byte {
 		if s.Refused {
 			b = append(b, `"residency_refused"`...)
 		} else {
-			b = upstream.AppendJSONString(b, s.Class.String())
+			b = appendJSONString(b, s.Class.String())
 		}
 		b = append(b, '}')
 	}
 	b = append(b, `],"status":`...)
 	b = strconv.AppendInt(b, int64(it.status), 10)
 	b = append(b, `,"config_hash":`...)
-	b = upstream.AppendJSONString(b, it.hash)
+	b = appendJSONString(b, it.hash)
 	b = append(b, `,"prev":"`...)
 	b = hex.AppendEncode(b, l.prev[:])
 	return append(b, `"}`...)
+}
+
+// appendJSONString appends s as a JSON string, as upstream.AppendJSONString
+// does, in one copy when s holds nothing to escape (ids, names, hashes).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return upstream.AppendJSONString(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func surfaceName(s router.Surface) string {
@@ -509,13 +523,13 @@ func (l *Log) attemptHead(t *upstream.Target) []byte {
 		host = u.Host
 	}
 	b := append([]byte(nil), `{"target":`...)
-	b = upstream.AppendJSONString(b, t.Name)
+	b = appendJSONString(b, t.Name)
 	b = append(b, `,"provider":`...)
-	b = upstream.AppendJSONString(b, t.Provider)
+	b = appendJSONString(b, t.Provider)
 	b = append(b, `,"host":`...)
-	b = upstream.AppendJSONString(b, host)
+	b = appendJSONString(b, host)
 	b = append(b, `,"residency":`...)
-	b = upstream.AppendJSONString(b, t.Residency)
+	b = appendJSONString(b, t.Residency)
 	b = append(b, `,"outcome":`...)
 	l.heads[t] = b
 	return b

@@ -287,3 +287,15 @@ func TestAddAfterCloseWritesNothing(t *testing.T) {
 		t.Fatalf("report %+v err %v pending %d; want 5 signed lines", r, err, l.Pending())
 	}
 }
+
+// TestAppendJSONStringMatchesUpstream: the audit log's one-copy fast path
+// writes exactly what upstream.AppendJSONString writes.
+func TestAppendJSONStringMatchesUpstream(t *testing.T) {
+	for _, s := range []string{"", "gpt-4o-mini", "0123456789abcdef0123456789abcdef", `a"b`, `a\b`, "a\nb\tc\rd\x01",
+		"<script>&", "héllo", "\u2028\u2029", "bad \xff utf8", "eu.example.com:8443", "globex-eu"} {
+		got, want := appendJSONString([]byte("x"), s), upstream.AppendJSONString([]byte("x"), s)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%q: %s; want %s", s, got, want)
+		}
+	}
+}
