@@ -270,7 +270,6 @@ func (l *Log) rotatedFiles() []string {
 // In the steady state it allocates nothing: the batch's items and their
 // buffers are reused.
 func (l *Log) Add(e *telemetry.Entry, hash string) {
-	at := l.opt.Now()
 	l.mu.Lock()
 	for len(l.batch) >= queueCap && !l.closed {
 		l.wait++
@@ -288,7 +287,7 @@ func (l *Log) Add(e *telemetry.Entry, hash string) {
 		l.batch = append(l.batch, item{})
 	}
 	it := &l.batch[n]
-	it.at = at
+	it.at = l.opt.Now() // under mu: times follow the seq order
 	it.reqID = append(it.reqID[:0], e.RequestID...)
 	it.model = append(it.model[:0], e.Model...)
 	it.key, it.hash, it.surface, it.rule, it.status = e.Key, hash, e.Surface, e.Rule, e.Status

@@ -3,12 +3,16 @@ package audit
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,5 +301,54 @@ func TestAppendJSONStringMatchesUpstream(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%q: %s; want %s", s, got, want)
 		}
+	}
+}
+
+// TestLineTimesFollowSeq: concurrent requests' lines carry times in the
+// order of their seq (each is stamped as it takes its place), even with a
+// clock read that yields the processor.
+func TestLineTimesFollowSeq(t *testing.T) {
+	priv, _ := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	var tick atomic.Int64
+	now := func() time.Time {
+		ts := time.Unix(0, tick.Add(1000)).UTC()
+		runtime.Gosched()
+		return ts
+	}
+	l, err := Open(Options{Path: path, Key: priv, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			writeLines(t, l, g*200, 200)
+		}()
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	var last time.Time
+	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var rec struct{ Time string }
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Time == "" {
+			continue // the checkpoint
+		}
+		at, err := time.Parse(time.RFC3339Nano, rec.Time)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at.Before(last) {
+			t.Fatalf("line %d: time %s before the line above it (%s)", i+1, at, last)
+		}
+		last = at
 	}
 }
