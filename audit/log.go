@@ -272,6 +272,10 @@ func (l *Log) rotatedFiles() []string {
 func (l *Log) Add(e *telemetry.Entry, hash string) {
 	l.mu.Lock()
 	for len(l.batch) >= queueCap && !l.closed {
+		select { // the writer's next turn makes room: now, not at its tick
+		case l.wake <- struct{}{}:
+		default:
+		}
 		l.wait++
 		l.full.Wait()
 		l.wait--
@@ -402,6 +406,9 @@ func (l *Log) turn(last bool) {
 	}
 	l.flush()
 	l.pending.Add(-int64(len(b)))
+	if cap(b) > 4*wakeLines && len(b) < wakeLines/2 {
+		b = nil // a burst is over: its batch's memory goes back
+	}
 	l.spare = b[:0]
 }
 
