@@ -83,7 +83,7 @@ type Log struct {
 	opt Options
 
 	mu     sync.Mutex
-	batch  []item        // lines added since the writer's last turn
+	batch  batch         // lines added since the writer's last turn
 	full   sync.Cond     // on mu: the batch has room again, or the log closed
 	wait   int           // Adds waiting on full
 	closed bool          // the writer took its last batch: Add writes nothing
@@ -97,7 +97,7 @@ type Log struct {
 	err     atomic.Pointer[error]
 
 	// Writer goroutine state.
-	spare     []item // the batch before last, handed back to Add at the next turn
+	spare     batch // the batch before last, handed back to Add at the next turn
 	f         *os.File
 	size      int64
 	buf       []byte
@@ -110,18 +110,31 @@ type Log struct {
 	replica   []byte                      // ,"replica":"…"
 }
 
-// item is one request's line: what it needs, copied out of the request's
-// pooled memory into buffers the batch reuses.
+// batch holds the lines added between two turns of the writer: each item
+// and, in three shared arrays, the variable-length parts copied out of the
+// request's pooled memory. The arrays are reused from turn to turn, so a
+// batch no larger than an earlier one allocates nothing, and a larger one
+// only as its arrays double.
+type batch struct {
+	items  []item
+	bytes  []byte // request ids and models
+	chains []string
+	steps  []telemetry.Step
+}
+
+// item is one request's line; its spans index the batch's arrays.
 type item struct {
 	at           time.Time
-	reqID, model []byte
 	key, hash    string
 	surface      router.Surface
-	rule         int
-	chain        []string
-	steps        []telemetry.Step
-	status       int
+	rule, status int
+	reqID, model span // in bytes
+	chain        span // in chains
+	steps        span // in steps
 }
+
+// span is the part [from, to) of one of a batch's arrays.
+type span struct{ from, to int }
 
 // Open opens (or creates) the log at opt.Path and starts its writer. An
 // existing file, or the newest rotated one when the file is missing, is
@@ -271,7 +284,7 @@ func (l *Log) rotatedFiles() []string {
 // buffers are reused.
 func (l *Log) Add(e *telemetry.Entry, hash string) {
 	l.mu.Lock()
-	for len(l.batch) >= queueCap && !l.closed {
+	for len(l.batch.items) >= queueCap && !l.closed {
 		select { // the writer's next turn makes room: now, not at its tick
 		case l.wake <- struct{}{}:
 		default:
@@ -284,22 +297,25 @@ func (l *Log) Add(e *telemetry.Entry, hash string) {
 		l.mu.Unlock()
 		return
 	}
-	n := len(l.batch)
-	if n < cap(l.batch) {
-		l.batch = l.batch[:n+1]
-	} else {
-		l.batch = append(l.batch, item{})
-	}
-	it := &l.batch[n]
-	it.at = l.opt.Now() // under mu: times follow the seq order
-	it.reqID = append(it.reqID[:0], e.RequestID...)
-	it.model = append(it.model[:0], e.Model...)
-	it.key, it.hash, it.surface, it.rule, it.status = e.Key, hash, e.Surface, e.Rule, e.Status
-	it.chain = append(it.chain[:0], e.Walked...)
-	it.steps = append(it.steps[:0], e.Steps...)
+	b := &l.batch
+	it := item{at: l.opt.Now(), // under mu: times follow the seq order
+		key: e.Key, hash: hash, surface: e.Surface, rule: e.Rule, status: e.Status}
+	it.reqID.from = len(b.bytes)
+	b.bytes = append(b.bytes, e.RequestID...)
+	it.reqID.to, it.model.from = len(b.bytes), len(b.bytes)
+	b.bytes = append(b.bytes, e.Model...)
+	it.model.to = len(b.bytes)
+	it.chain.from = len(b.chains)
+	b.chains = append(b.chains, e.Walked...)
+	it.chain.to = len(b.chains)
+	it.steps.from = len(b.steps)
+	b.steps = append(b.steps, e.Steps...)
+	it.steps.to = len(b.steps)
+	b.items = append(b.items, it)
+	n := len(b.items)
 	l.pending.Add(1)
 	l.mu.Unlock()
-	if n+1 == wakeLines {
+	if n == wakeLines {
 		select {
 		case l.wake <- struct{}{}:
 		default:
@@ -392,39 +408,40 @@ func (l *Log) run() {
 func (l *Log) turn(last bool) {
 	l.mu.Lock()
 	b := l.batch
-	l.batch, l.spare = l.spare[:0], nil
+	l.batch, l.spare = l.spare, batch{}
 	l.closed = last
 	if l.wait > 0 {
 		l.full.Broadcast()
 	}
 	l.mu.Unlock()
-	for i := range b {
-		l.take(&b[i])
+	for i := range b.items {
+		l.take(&b, &b.items[i])
 		if len(l.buf) >= flushBytes {
 			l.flush()
 		}
 	}
 	l.flush()
-	l.pending.Add(-int64(len(b)))
-	if cap(b) > 4*wakeLines && len(b) < wakeLines/2 {
-		b = nil // a burst is over: its batch's memory goes back
+	l.pending.Add(-int64(len(b.items)))
+	if cap(b.items) > 4*wakeLines && len(b.items) < wakeLines/2 {
+		b = batch{} // a burst is over: its batch's memory goes back
 	}
-	l.spare = b[:0]
+	// Nothing of an old configuration (targets, key names) is kept alive.
+	clear(b.items)
+	clear(b.chains)
+	clear(b.steps)
+	l.spare = batch{b.items[:0], b.bytes[:0], b.chains[:0], b.steps[:0]}
 }
 
 // take formats and hashes one line into the buffer, and rotates the file
 // when the buffer would take it past MaxFileBytes.
-func (l *Log) take(it *item) {
+func (l *Log) take(b *batch, it *item) {
 	l.seq++
 	if l.firstSeq == 0 {
 		l.firstSeq = l.seq
 	}
 	start := len(l.buf)
-	l.buf = l.appendRecord(l.buf, it)
+	l.buf = l.appendRecord(l.buf, b, it)
 	l.endLine(start)
-	clear(it.steps) // the targets of an old configuration are not kept alive
-	clear(it.chain)
-	it.key, it.hash = "", ""
 	l.unsigned++
 	if l.size+int64(len(l.buf)) > l.opt.MaxFileBytes {
 		l.rotate()
@@ -437,7 +454,7 @@ func (l *Log) endLine(start int) {
 	l.buf = append(l.buf, '\n')
 }
 
-func (l *Log) appendRecord(b []byte, it *item) []byte {
+func (l *Log) appendRecord(b []byte, bt *batch, it *item) []byte {
 	b = append(b, `{"time":"`...)
 	b = it.at.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
@@ -445,13 +462,13 @@ func (l *Log) appendRecord(b []byte, it *item) []byte {
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, l.seq, 10)
 	b = append(b, `,"request_id":`...)
-	b = appendJSONString(b, byteconv.String(it.reqID))
+	b = appendJSONString(b, byteconv.String(bt.bytes[it.reqID.from:it.reqID.to]))
 	b = append(b, `,"key":`...)
 	b = appendJSONString(b, it.key)
 	b = append(b, `,"surface":`...)
 	b = appendJSONString(b, surfaceName(it.surface))
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, byteconv.String(it.model))
+	b = appendJSONString(b, byteconv.String(bt.bytes[it.model.from:it.model.to]))
 	b = append(b, `,"rule":`...)
 	switch {
 	case it.rule == telemetry.RuleNotRouted:
@@ -464,14 +481,14 @@ func (l *Log) appendRecord(b []byte, it *item) []byte {
 		b = append(b, '"')
 	}
 	b = append(b, `,"chain":[`...)
-	for i, c := range it.chain {
+	for i, c := range bt.chains[it.chain.from:it.chain.to] {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendJSONString(b, c)
 	}
 	b = append(b, `],"attempts":[`...)
-	for i, s := range it.steps {
+	for i, s := range bt.steps[it.steps.from:it.steps.to] {
 		if i > 0 {
 			b = append(b, ',')
 		}
