@@ -352,3 +352,52 @@ func TestLineTimesFollowSeq(t *testing.T) {
 		last = at
 	}
 }
+
+// TestBehindWhileTheWriterIsStuck: with the writer stuck (here: in its
+// clock, as on a hung disk), more than MaxBehind lines added make Behind
+// report true, so the gateway refuses requests 503 audit_unavailable; once
+// the writer moves again every line is written and Behind is false.
+func TestBehindWhileTheWriterIsStuck(t *testing.T) {
+	priv, pub := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	gate, stuck := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var lp atomic.Pointer[Log]
+	now := func() time.Time {
+		// Add reads the clock holding l.mu; the writer, after a turn
+		// that left lines unsigned, without it: that call blocks until
+		// the gate opens.
+		if l := lp.Load(); l != nil && l.mu.TryLock() {
+			l.mu.Unlock()
+			once.Do(func() { close(stuck) })
+			<-gate
+		}
+		return time.Now()
+	}
+	l, err := Open(Options{Path: path, Key: priv, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp.Store(l)
+	writeLines(t, l, 0, 1)
+	<-stuck
+	writeLines(t, l, 1, MaxBehind)
+	if l.Behind() {
+		t.Fatalf("Behind with %d pending; want false up to MaxBehind", l.Pending())
+	}
+	writeLines(t, l, MaxBehind+1, 1)
+	if !l.Behind() {
+		t.Fatalf("not Behind with %d pending", l.Pending())
+	}
+	close(gate)
+	l.Sync()
+	if l.Behind() || l.Pending() != 0 {
+		t.Fatalf("Behind %v with %d pending after the writer caught up", l.Behind(), l.Pending())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Verify(pub, []string{path}); err != nil || r.Records != MaxBehind+2 || r.Unsigned != 0 {
+		t.Fatalf("report %+v err %v", r, err)
+	}
+}
