@@ -2,6 +2,7 @@ package quota
 
 import (
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/switchyard/switchyard/config"
@@ -65,6 +66,12 @@ type Subject struct {
 	// redisKeys[i] is the Redis key of kinds[i]: prefix{id}:suffix, so a
 	// subject's counters share one Redis Cluster hash slot.
 	redisKeys []string
+	// redisTag is prefix{id}, the keys' common start; redisArgs holds, per
+	// kinds[i], the scripts' first arguments: kind (see redisKind), limit
+	// and the cost of a request (for the token kinds, a placeholder the
+	// check fills in), formatted once, not per call.
+	redisTag  string
+	redisArgs []string
 	// mem and loc are this subject's counters in the memory store and in
 	// the local fallback store; nil when that store is not in use.
 	mem, loc *counters
@@ -100,7 +107,9 @@ func newSubject(name string, target bool, l *config.Limits, replicas int, prefix
 		s.local[k] = max(s.Limit[k]/int64(replicas), 1)
 		s.kinds = append(s.kinds, k)
 		s.redisKeys = append(s.redisKeys, redisKey(prefix, s.id, k))
+		s.redisArgs = append(s.redisArgs, redisKind(k), strconv.FormatInt(s.Limit[k], 10), strconv.FormatInt(cost(k, 0), 10))
 	}
+	s.redisTag = prefix + "{" + s.id + "}"
 	return s
 }
 

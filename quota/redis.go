@@ -2,13 +2,16 @@ package quota
 
 import (
 	"context"
+	"crypto/sha1"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"net/url"
 	"strconv"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/redis/rueidis"
 
@@ -63,9 +66,13 @@ func RedactURL(u string) string {
 // reserveScript checks and takes every limit of one subject, atomically,
 // on the server's clock. KEYS are the subject's counters; ARGV holds, per
 // key, kind (0 rate, 1 day budget, 2 month budget), limit and cost. It
-// returns {ok, denied key index, wait µs, day, month} and, when ok, per
+// returns {ok, denied key index, wait µs, day, month} (day and month 0
+// when the subject has no budget) and, when ok, per
 // key {held, room, reset µs}. The arithmetic is bucket.go's, in µs.
 var reserveScript = rueidis.NewLuaScript(luaClock + `
+for i = 1, #KEYS do
+  if ARGV[3*i-2] ~= '0' then calendar() break end
+end
 local out = {1, 0, 0, day, month}
 local newv = {}
 for i = 1, #KEYS do
@@ -97,12 +104,12 @@ end
 for i = 1, #KEYS do
   local kind = tonumber(ARGV[3*i-2])
   if kind == 0 then
-    redis.call('SET', KEYS[i], string.format('%.0f:%.0f', newv[i], tonumber(ARGV[3*i-1])), 'PX', math.ceil((newv[i] - now) / 1000) + 1000)
+    redis.call('SET', KEYS[i], string.format(D .. ':%s', newv[i], ARGV[3*i-1]), 'PX', string.format(D, math.ceil((newv[i] - now) / 1000) + 1000))
   else
     local w = day
     if kind == 2 then w = month end
-    redis.call('HSET', KEYS[i], 'w', w, 'u', string.format('%.0f', newv[i]))
-    redis.call('EXPIRE', KEYS[i], 3024000)
+    redis.call('HSET', KEYS[i], 'w', string.format(D, w), 'u', string.format(D, newv[i]))
+    redis.call('EXPIRE', KEYS[i], '3024000')
   end
 end
 return out
@@ -114,8 +121,11 @@ return out
 // longer than a retried call can be in flight); the other KEYS are counters,
 // with ARGV holding, per counter, kind, limit, delta, full and the
 // reservation's window (see bucketAdjust and budgetAdjust).
-var settleScript = rueidis.NewLuaScript(luaClock + `
+var settleSource = luaClock + `
 if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', 120) then return 0 end
+for i = 2, #KEYS do
+  if ARGV[5*i-9] ~= '0' then calendar() break end
+end
 for i = 2, #KEYS do
   local kind = tonumber(ARGV[5*i-9])
   local lim = tonumber(ARGV[5*i-8])
@@ -132,7 +142,7 @@ for i = 2, #KEYS do
         nt = math.max(tat - math.floor(-delta * W / lim), now)
       end
       if nt ~= nil then
-        redis.call('SET', KEYS[i], string.format('%.0f:%.0f', nt, lim), 'PX', math.ceil((nt - now) / 1000) + 1000)
+        redis.call('SET', KEYS[i], string.format(D .. ':' .. D, nt, lim), 'PX', string.format(D, math.ceil((nt - now) / 1000) + 1000))
       end
     end
   else
@@ -145,33 +155,56 @@ for i = 2, #KEYS do
       local u = 0
       if tonumber(h[1]) == w then u = tonumber(h[2]) or 0 end
       u = math.max(u + add, 0)
-      redis.call('HSET', KEYS[i], 'w', w, 'u', string.format('%.0f', u))
-      redis.call('EXPIRE', KEYS[i], 3024000)
+      redis.call('HSET', KEYS[i], 'w', string.format(D, w), 'u', string.format(D, u))
+      redis.call('EXPIRE', KEYS[i], '3024000')
     end
   end
 end
 return 1
-`)
+`
 
+// settleSHA is settleSource's SHA-1, for EVALSHA.
+var settleSHA = func() string {
+	sum := sha1.Sum([]byte(settleSource))
+	return hex.EncodeToString(sum[:])
+}()
+
+// The scripts format numbers as integers (every value is a whole number
+// below 2^53) and pass strings to redis.call: Lua's own number-to-string
+// is printf's "%.14g", and glibc's float formatting (with its
+// multi-precision helpers, for '%.0f' too) was 6% of the server's samples
+// in a profile of the check; the integer path does not show.
+//
 // luaClock reads the server's clock: now (µs), W (the rate window, µs),
-// day (days since the epoch, UTC) and month (year × 12 + month − 1, UTC).
+// and, once calendar() has run, day (days since the epoch, UTC) and month
+// (year × 12 + month − 1, UTC); both are 0 until then.
 const luaClock = `
 local t = redis.call('TIME')
 local sec = tonumber(t[1])
 local now = sec * 1000000 + tonumber(t[2])
 local W = 60000000
-local day = math.floor(sec / 86400)
-local z = day + 719468
-local era = math.floor(z / 146097)
-local doe = z - era * 146097
-local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
-local y = yoe + era * 400
-local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-local mp = math.floor((5 * doy + 2) / 153)
-local m = mp + 3
-if mp >= 10 then m = mp - 9 end
-if m <= 2 then y = y + 1 end
-local month = y * 12 + m - 1
+-- D formats a whole number: '%d' is C's long, 64 bits where Redis runs
+-- today; a 32-bit server keeps the slower '%.0f'.
+local D = '%d'
+if string.format(D, 2^40) ~= '1099511627776' then D = '%.0f' end
+local day, month = 0, 0
+-- calendar sets day and month; a script calls it only when a budget is
+-- among its keys (a subject with rates alone has no use for them).
+local function calendar()
+  local floor = math.floor
+  day = floor(sec / 86400)
+  local z = day + 719468
+  local era = floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100))
+  local mp = floor((5 * doy + 2) / 153)
+  local m = mp + 3
+  if mp >= 10 then m = mp - 9 end
+  if m <= 2 then y = y + 1 end
+  month = y * 12 + m - 1
+end
 -- rate_tat reads a bucket ("tat:limit") for limit lim: one written for
 -- another limit (a reload changed it) keeps the units it owes.
 local function rate_tat(key, lim)
@@ -197,8 +230,10 @@ type Redis struct {
 	ops     chan settleOp
 	// calls counts script round trips of checks (for tests and bench).
 	calls atomic.Int64
-	// settleCalls counts settlement script calls (one a subject a batch).
-	settleCalls atomic.Int64
+	// settleCalls counts settlement script calls (one a subject a batch),
+	// settleTrips their round trips (one a batch, two when some needed
+	// the script loaded).
+	settleCalls, settleTrips atomic.Int64
 	// lost counts settlements dropped because the queue was full.
 	lost atomic.Int64
 	// down, when set, reports that checks found the store failing (the
@@ -212,11 +247,15 @@ type Redis struct {
 	observe func(time.Duration)
 }
 
-// settleOp is one queued settlement.
+// settleOp is one queued settlement: for each kind of s set in mask (bit
+// i: s.kinds[i]), the change and the full amount (see settleMem), and the
+// reservation's windows. A value without pointers but s, so queueing one
+// allocates nothing; the settlement loop formats it.
 type settleOp struct {
-	tag  string // the subject's id: its keys' hash tag
-	keys []string
-	args []string
+	s           *Subject
+	mask        uint8
+	delta, full [NumKinds]int64
+	day, month  int64
 }
 
 // NewRedis returns a Redis store on client; calls are bounded by timeout.
@@ -236,22 +275,45 @@ func newRedis(client rueidis.Client, timeout time.Duration) *Redis {
 // Calls returns how many check round trips the store made.
 func (r *Redis) Calls() int64 { return r.calls.Load() }
 
-// reserve checks and takes s's limits; an error is a store failure.
+// reserve checks and takes s's limits; an error is a store failure. Its
+// allocations are rueidis's reply and the token count's text (none below
+// 100 tokens): the arguments are the subject's, prepared when the plan was
+// built, in an array on the stack, and the deadline is a pooled callCtx.
 func (r *Redis) reserve(s *Subject, tokens int64, now time.Time, res *Reservation) error {
-	args := make([]string, 0, 3*len(s.kinds))
-	for _, k := range s.kinds {
-		args = append(args, redisKind(k), strconv.FormatInt(s.Limit[k], 10), strconv.FormatInt(cost(k, tokens), 10))
+	var buf [3 * NumKinds]string
+	args := buf[:copy(buf[:], s.redisArgs)]
+	var tok string // tokens_per_minute and tokens_per_day take the same
+	for i, k := range s.kinds {
+		if k == TokensPerMinute || k == TokensPerDay {
+			if tok == "" {
+				tok = strconv.FormatInt(tokens, 10)
+			}
+			args[3*i+2] = tok
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-	defer cancel()
+	ctx := getCallCtx(r.timeout)
 	t0 := time.Now()
 	r.calls.Add(1)
-	vals, err := reserveScript.Exec(ctx, r.client, s.redisKeys, args).AsIntSlice()
+	resp := reserveScript.Exec(ctx, r.client, s.redisKeys, args)
 	if r.observe != nil {
 		r.observe(time.Since(t0))
 	}
+	if resp.NonRedisError() == nil {
+		ctx.release() // the call is over: rueidis holds the context no more
+	}
+	arr, err := resp.ToArray()
 	if err != nil {
 		return err
+	}
+	var vbuf [5 + 3*NumKinds]int64
+	if len(arr) > len(vbuf) {
+		return errors.New("quota: bad reply from the reserve script")
+	}
+	vals := vbuf[:len(arr)]
+	for i := range arr {
+		if vals[i], err = arr[i].AsInt64(); err != nil {
+			return err
+		}
 	}
 	if len(vals) < 5 {
 		return errors.New("quota: short reply from the reserve script")
@@ -303,9 +365,62 @@ func redisKind(k Kind) string {
 	return "1"
 }
 
-// settle queues the settlement of res (see settleMem); it never blocks.
+// callCtx is the context of one store call: a deadline, and a Done channel
+// closed by a timer when it passes. context.WithTimeout costs four
+// allocations a call (the context, its timer, its channel, the cancel
+// func); a callCtx comes from a pool and goes back once its call has ended
+// in a reply with its timer stopped before firing. One whose timer fired,
+// or whose call failed otherwise, is left to the garbage collector:
+// rueidis may still hold it (a command left queued), and its channel is
+// closed for good.
+type callCtx struct {
+	deadline time.Time
+	done     chan struct{}
+	timer    *time.Timer
+	expired  atomic.Bool
+}
+
+var callCtxs sync.Pool
+
+func getCallCtx(timeout time.Duration) *callCtx {
+	c, _ := callCtxs.Get().(*callCtx)
+	if c == nil {
+		c = &callCtx{done: make(chan struct{})}
+		c.deadline = time.Now().Add(timeout)
+		c.timer = time.AfterFunc(timeout, c.expire)
+		return c
+	}
+	c.deadline = time.Now().Add(timeout)
+	c.timer.Reset(timeout)
+	return c
+}
+
+func (c *callCtx) expire() {
+	c.expired.Store(true)
+	close(c.done)
+}
+
+// release gives c back for another call, unless its deadline has passed.
+func (c *callCtx) release() {
+	if c.timer.Stop() { // false: expire ran or runs
+		callCtxs.Put(c)
+	}
+}
+
+func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *callCtx) Done() <-chan struct{}       { return c.done }
+func (c *callCtx) Value(any) any               { return nil }
+func (c *callCtx) Err() error {
+	if c.expired.Load() {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// settle queues the settlement of res (see settleMem); it never blocks and
+// allocates nothing.
 func (r *Redis) settle(s *Subject, res *Reservation, tokens, spend int64, refund bool) {
-	op := settleOp{tag: s.id, args: make([]string, 0, 5*len(s.kinds))}
+	op := settleOp{s: s, day: res.day, month: res.month}
 	for i, k := range s.kinds {
 		full := settled(k, tokens, spend, refund)
 		if full < 0 {
@@ -315,11 +430,10 @@ func (r *Redis) settle(s *Subject, res *Reservation, tokens, spend int64, refund
 		if k.Rate() && delta == 0 {
 			continue
 		}
-		op.keys = append(op.keys, s.redisKeys[i])
-		op.args = append(op.args, redisKind(k), strconv.FormatInt(s.Limit[k], 10),
-			strconv.FormatInt(delta, 10), strconv.FormatInt(full, 10), strconv.FormatInt(res.window(k), 10))
+		op.mask |= 1 << i
+		op.delta[i], op.full[i] = delta, full
 	}
-	if len(op.keys) == 0 {
+	if op.mask == 0 {
 		return
 	}
 	r.unsent.Add(1)
@@ -334,17 +448,28 @@ func (r *Redis) settle(s *Subject, res *Reservation, tokens, spend int64, refund
 // maxBatch bounds the settlements sent in one round trip.
 const maxBatch = 512
 
+// settleCall is one settlement script call: its keys and arguments, and
+// how many queued settlements it carries.
+type settleCall struct {
+	keys, args []string
+	ops        int64
+}
+
 // settleLoop sends queued settlements in batches: one pipelined round trip
 // a batch, with one script call per subject in it (a subject's keys share
 // a hash slot, so this holds on Redis Cluster too). A call that fails is
 // kept, with its id, and sent again once the store answers: an outage
 // loses no settlement unless the queue overflows, and none counts twice.
 func (r *Redis) settleLoop(ctx context.Context) {
-	var retry []rueidis.LuaExec // failed calls, ids kept
-	var retryOps []int64        // settlements in each retried call
-	var batch []settleOp
-	var seq uint64
-	run := strconv.FormatInt(time.Now().UnixNano(), 36) // ids unique across restarts
+	var (
+		retry []settleCall // failed calls, ids kept
+		calls []settleCall
+		batch []settleOp
+		at    = map[*Subject]int{}
+		nums  numArena
+		seq   uint64
+		run   = strconv.FormatInt(time.Now().UnixNano(), 36) // ids unique across restarts
+	)
 	for {
 		if len(retry) == 0 && len(batch) == 0 {
 			select {
@@ -363,38 +488,61 @@ func (r *Redis) settleLoop(ctx context.Context) {
 				break fill
 			}
 		}
-		// One call per subject, in queue order within it.
-		execs, ops := retry, retryOps
-		at := map[string]int{}
-		for _, op := range batch {
-			i, ok := at[op.tag]
+		// One call per subject, in queue order within it. Retried calls
+		// own their strings; the others are rebuilt each batch.
+		calls = append(calls[:0], retry...)
+		clear(at)
+		for i := range batch {
+			op := &batch[i]
+			s := op.s
+			j, ok := at[s]
 			if !ok {
-				i = len(execs)
-				at[op.tag] = i
+				j = len(calls)
+				at[s] = j
+				if j < cap(calls) {
+					calls = calls[:j+1] // reuses the slices of an earlier batch's call
+				} else {
+					calls = append(calls, settleCall{})
+				}
 				seq++
-				id := op.keys[0][:strings.Index(op.keys[0], "}")+1] + ":settle:" + run + "." + strconv.FormatUint(seq, 36)
-				execs = append(execs, rueidis.LuaExec{Keys: []string{id}})
-				ops = append(ops, 0)
+				c := &calls[j]
+				c.keys = append(c.keys[:0], s.redisTag+":settle:"+run+"."+strconv.FormatUint(seq, 36))
+				c.args, c.ops = c.args[:0], 0
 			}
-			ops[i]++
-			execs[i].Keys = append(execs[i].Keys, op.keys...)
-			execs[i].Args = append(execs[i].Args, op.args...)
+			c := &calls[j]
+			c.ops++
+			for k := range s.kinds {
+				if op.mask&(1<<k) == 0 {
+					continue
+				}
+				w := op.day
+				if s.kinds[k].monthly() {
+					w = op.month
+				}
+				c.keys = append(c.keys, s.redisKeys[k])
+				c.args = append(c.args, s.redisArgs[3*k], s.redisArgs[3*k+1],
+					nums.str(op.delta[k]), nums.str(op.full[k]), nums.str(w))
+			}
 		}
+		clear(batch) // drop the subjects
 		batch = batch[:0]
 		cctx, cancel := context.WithTimeout(ctx, max(r.timeout, 250*time.Millisecond))
-		results := settleScript.ExecMulti(cctx, r.client, execs...)
+		results := r.execSettle(cctx, calls)
 		cancel()
-		r.settleCalls.Add(int64(len(execs)))
-		retry, retryOps = nil, nil
+		r.settleCalls.Add(int64(len(calls)))
+		retry = nil
 		for i, res := range results {
 			if err := res.Error(); err != nil && !isScriptError(err) {
-				retry = append(retry, execs[i])
-				retryOps = append(retryOps, ops[i])
+				retry = append(retry, calls[i])
 				continue
 			}
-			r.unsent.Add(-ops[i])
+			r.unsent.Add(-calls[i].ops)
 		}
 		if len(retry) > 0 {
+			// The retried calls keep their strings: the next ones are
+			// formatted elsewhere, and calls gets a new backing array.
+			nums.drop()
+			calls = nil
 			// Wait for the store: while it is down, sending again only
 			// piles calls up in front of it.
 			for wait := 0; ; wait++ {
@@ -407,9 +555,63 @@ func (r *Redis) settleLoop(ctx context.Context) {
 					break
 				}
 			}
+			continue
 		}
+		// Answered: the strings and slices are free for the next batch.
+		nums.reset()
+		calls = calls[:0]
 	}
 }
+
+// execSettle sends calls as one pipeline of EVALSHA, and those the server
+// does not know the script for (a restarted or flushed Redis) again as
+// EVAL, which loads it. A settlement call that failed with NOSCRIPT did
+// not run, so sending it again cannot count it twice.
+func (r *Redis) execSettle(ctx context.Context, calls []settleCall) []rueidis.RedisResult {
+	b := r.client.B()
+	cmds := make(rueidis.Commands, len(calls))
+	for i, c := range calls {
+		cmds[i] = b.Evalsha().Sha1(settleSHA).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
+	}
+	results := r.client.DoMulti(ctx, cmds...)
+	r.settleTrips.Add(1)
+	var again []int
+	for i, res := range results {
+		if re, ok := rueidis.IsRedisErr(res.Error()); ok && re.IsNoScript() {
+			c := calls[i]
+			again = append(again, i)
+			cmds[len(again)-1] = b.Eval().Script(settleSource).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
+		}
+	}
+	if len(again) > 0 {
+		r.settleTrips.Add(1)
+		for j, res := range r.client.DoMulti(ctx, cmds[:len(again)]...) {
+			results[again[j]] = res
+		}
+	}
+	return results
+}
+
+// numArena formats integers for the settlement loop's commands into one
+// buffer: strings that point into it, valid until reset (after the
+// commands that use them were answered) or drop (when failed commands that
+// rueidis may still write keep them).
+type numArena struct{ b []byte }
+
+func (a *numArena) str(v int64) string {
+	if v >= 0 && v < 100 {
+		return strconv.FormatInt(v, 10) // strconv's own constants
+	}
+	if cap(a.b)-len(a.b) < 20 {
+		a.b = make([]byte, 0, max(4096, 2*cap(a.b))) // strings in the old one keep it
+	}
+	n := len(a.b)
+	a.b = strconv.AppendInt(a.b, v, 10)
+	return unsafe.String(&a.b[n], len(a.b)-n)
+}
+
+func (a *numArena) reset() { a.b = a.b[:0] }
+func (a *numArena) drop()  { a.b = nil }
 
 // isScriptError reports an error reply other than NOSCRIPT: retrying the
 // same settlement would fail the same way.

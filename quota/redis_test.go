@@ -388,3 +388,54 @@ func TestRedisSettlementBatched(t *testing.T) {
 	}
 	t.Logf("500 settlements in %d script calls", calls)
 }
+
+// TestRedisSettlementAfterScriptFlush: settlements sent to a server that
+// lost its scripts (restarted, or SCRIPT FLUSH) are sent again with the
+// script itself, and each counts once.
+func TestRedisSettlementAfterScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	q, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {tokens_per_day: 1000000}")
+	s := p.Key("acme")
+	var r Request
+	if !r.Begin(p, "acme", []byte(`{"model":"gpt-4o","max_tokens":1}`), []byte("gpt-4o"), time.Now()) {
+		t.Fatal("refused")
+	}
+	res := *r.Key()
+	r.Finish("", false, 0, 0, false, time.Now())
+	waitSettled(t, q)
+	srv.Do("SCRIPT", "FLUSH")
+	for i := 0; i < 10; i++ {
+		c := res
+		q.Redis().settle(s, &c, c.held[TokensPerDay]+3, 0, false)
+	}
+	waitSettled(t, q)
+	if got := srv.Do("HGET", "switchyard:{k:acme}:tpd", "u"); got != "30" {
+		t.Fatalf("tokens used today %q; want 30 (10 × 3)", got)
+	}
+}
+
+// TestCallCtx: a call's context expires at its deadline, and one that
+// expired is never handed out again (rueidis may still hold it).
+func TestCallCtx(t *testing.T) {
+	c := getCallCtx(time.Millisecond)
+	if dl, ok := c.Deadline(); !ok || time.Until(dl) > time.Millisecond {
+		t.Fatalf("deadline %v %v", dl, ok)
+	}
+	<-c.Done()
+	if c.Err() != context.DeadlineExceeded {
+		t.Fatalf("err %v", c.Err())
+	}
+	c.release()
+	for range 100 {
+		d := getCallCtx(time.Hour)
+		if d == c || d.Err() != nil {
+			t.Fatal("an expired context was handed out again")
+		}
+		select {
+		case <-d.Done():
+			t.Fatal("a fresh context is done")
+		default:
+		}
+		d.release()
+	}
+}

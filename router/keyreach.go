@@ -21,6 +21,13 @@ type ModelReach struct {
 // that would always win is not subtracted), which is the safe side for a
 // check that every reachable target has something, such as a price.
 // Sorted by rule (fallback last), then chain order; no duplicates.
+//
+// Reachable (residency.go) is the exact counterpart, and neither can stand
+// in for the other: Reachable stops at one witness request per (rule,
+// target) pair, while the price check must see every model pattern that
+// reaches a target (to name the unpriced one); and KeyReach's
+// over-approximation, safe for a missing price, would report escapes that
+// no request can make if the residency proof used it.
 func (s *Snapshot) KeyReach(k *KeySpec) []ModelReach {
 	allow := patternsOf(k.Models)
 	var out []ModelReach

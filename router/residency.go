@@ -214,6 +214,7 @@ type Reach struct {
 // Reachable returns every (rule, target) pair that some request of key k
 // reaches (the target a candidate of the rule's chain for the model and
 // surface), in rule order (the fallback, Rule -1, first), then chain order.
+// KeyReach is its over-approximating sibling; its comment says why both.
 func (s *Snapshot) Reachable(k *KeySpec) []Reach {
 	all := make([]bool, len(s.targets))
 	for t := range all {

@@ -1,9 +1,7 @@
 // Package bareproxy is the baseline Switchyard is measured against: a
-// fasthttp reverse proxy that forwards every request to one upstream with no
-// parsing, routing or failover, configured as a careful operator would
-// configure the fastest one (see the settings in New and NewServer, and
-// bench/README.md). A figure for Switchyard divided by this one is the price
-// of routing.
+// fasthttp proxy to one upstream with no parsing, routing or failover,
+// configured as a careful operator would configure the fastest one, so that
+// a ratio to it is the price of routing.
 package bareproxy
 
 import (
@@ -13,11 +11,9 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// BufferSize is the read and write buffer of every connection, client side
-// and upstream side: a 16 KiB chat body or answer moves in one system call
-// each way, and larger ones are read and written straight from the body
-// (bufio bypasses its buffer for a write or read larger than it), where
-// fasthttp's 4 KiB default cuts them into pieces and copies each.
+// BufferSize is every connection's read and write buffer: a 16 KiB body
+// moves in one system call, and bufio passes larger ones straight through,
+// where fasthttp's 4 KiB default cuts them into pieces and copies each.
 const BufferSize = 16 << 10
 
 // Proxy forwards requests to one upstream. Its Handler is safe for
@@ -30,15 +26,12 @@ type Proxy struct {
 func New(upstreamAddr string) *Proxy {
 	return &Proxy{client: &fasthttp.HostClient{
 		Addr: upstreamAddr,
-		// Enough pooled keep-alive connections that the pool never queues a
-		// request at the concurrencies the benchmark drives (5,000
-		// concurrent long-lived streams).
+		// Never queue a request, even with 5,000 streams open.
 		MaxConns:            16384,
 		MaxIdleConnDuration: 90 * time.Second,
 		ReadBufferSize:      BufferSize,
 		WriteBufferSize:     BufferSize,
-		// Forward the path and header names byte for byte, as a
-		// pass-through proxy must, without normalising them first.
+		// Forward path and header names byte for byte.
 		DisablePathNormalizing:        true,
 		DisableHeaderNamesNormalizing: true,
 		NoDefaultUserAgentHeader:      true,
@@ -53,9 +46,8 @@ func New(upstreamAddr string) *Proxy {
 // Handler forwards ctx's request and writes the upstream's response, or 502
 // when the upstream cannot be reached.
 func (p *Proxy) Handler(ctx *fasthttp.RequestCtx) {
-	// A streaming request gets its response body streamed, so each SSE
-	// event leaves as it arrives; any other response is read whole, which
-	// costs no allocation (a streamed body costs four).
+	// Only a streaming request's answer is streamed, event by event: a
+	// whole answer costs no allocation, a streamed one four.
 	if isStream(&ctx.Request) {
 		ctx.Response.StreamBody = true
 	}
@@ -74,12 +66,10 @@ var (
 	eventStream     = []byte("text/event-stream")
 )
 
-// isStream decides "stream" in constant time, whatever the body's size:
-// from an Accept header asking for text/event-stream, or from the first and
-// last 256 bytes of the body, where SDKs put the top-level scalars (before
-// the messages, as curl examples do, or after them, as the OpenAI SDKs'
-// keyword order does). A flag elsewhere is missed, and the answer is then
-// relayed whole: correct, only not event by event.
+// isStream decides "stream" in constant time: from an Accept header asking
+// for text/event-stream, or from the first and last 256 bytes of the body,
+// where SDKs put the top-level scalars. A flag elsewhere is missed, and the
+// answer is relayed whole: correct, only not event by event.
 func isStream(req *fasthttp.Request) bool {
 	if bytes.Contains(req.Header.Peek("Accept"), eventStream) {
 		return true

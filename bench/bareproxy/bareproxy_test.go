@@ -12,29 +12,19 @@ import (
 	"github.com/switchyard/switchyard/mock"
 )
 
-func serve(t *testing.T, h fasthttp.RequestHandler) string {
+// serve runs s on a loopback port until the test ends.
+func serve(t *testing.T, s *fasthttp.Server) string {
 	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &fasthttp.Server{Handler: h}
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() { _ = s.Shutdown() })
 	return ln.Addr().String()
 }
 
-func startProxy(t *testing.T, upstream string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewServer(New(upstream))
-	go func() { _ = s.Serve(ln) }()
-	t.Cleanup(func() { _ = s.Shutdown() })
-	return ln.Addr().String()
-}
+func startProxy(t *testing.T, upstream string) string { return serve(t, NewServer(New(upstream))) }
 
 func TestForwardsToMock(t *testing.T) {
 	m, err := mock.Start("127.0.0.1:0", mock.Options{Name: "up", StreamEvents: 3})
@@ -76,7 +66,7 @@ func TestForwardsToMock(t *testing.T) {
 // through the proxy, so a buffering proxy would never deliver it.
 func TestStreamsEventsAsTheyArrive(t *testing.T) {
 	gotFirst := make(chan struct{})
-	up := serve(t, func(ctx *fasthttp.RequestCtx) {
+	up := serve(t, &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
 		if string(ctx.RequestURI()) != "/v1/a/../b?x=%2F" {
 			t.Errorf("upstream saw %q; the path must pass byte for byte", ctx.RequestURI())
 		}
@@ -91,7 +81,7 @@ func TestStreamsEventsAsTheyArrive(t *testing.T) {
 			_, _ = w.WriteString("data: [DONE]\n\n")
 			_ = w.Flush()
 		})
-	})
+	}})
 	addr := startProxy(t, up)
 
 	c := &fasthttp.HostClient{Addr: addr, StreamResponseBody: true, DisablePathNormalizing: true}

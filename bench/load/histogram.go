@@ -16,15 +16,12 @@ const (
 )
 
 // Histogram records durations in log-linear buckets (HDR-histogram style):
-// exact below 256 ns, then 128 buckets per power of two, so every quantile
-// is within 0.8% of the true value, memory is fixed (57 KiB) and recording is
-// a few instructions. The zero value is not usable; call NewHistogram. A
-// Histogram is not safe for concurrent use: give each goroutine its own and
-// Merge them.
+// exact below 256 ns, then 128 buckets per power of two, so a quantile is
+// within 0.8% of the true value, in fixed memory (57 KiB). Not safe for
+// concurrent use: give each goroutine its own and Merge them.
 type Histogram struct {
 	counts   []uint64
 	n        uint64
-	sum      float64
 	min, max int64
 }
 
@@ -59,7 +56,6 @@ func (h *Histogram) Record(d time.Duration) {
 	}
 	h.counts[bucketOf(v)]++
 	h.n++
-	h.sum += float64(v)
 	h.min = min(h.min, v)
 	h.max = max(h.max, v)
 }
@@ -70,7 +66,6 @@ func (h *Histogram) Merge(o *Histogram) {
 		h.counts[i] += c
 	}
 	h.n += o.n
-	h.sum += o.sum
 	h.min = min(h.min, o.min)
 	h.max = max(h.max, o.max)
 }
@@ -78,28 +73,9 @@ func (h *Histogram) Merge(o *Histogram) {
 // Count is the number of observations.
 func (h *Histogram) Count() uint64 { return h.n }
 
-// Mean is the average observation; 0 when empty.
-func (h *Histogram) Mean() time.Duration {
-	if h.n == 0 {
-		return 0
-	}
-	return time.Duration(h.sum / float64(h.n))
-}
-
-// Max is the largest observation; 0 when empty.
-func (h *Histogram) Max() time.Duration { return time.Duration(h.max) }
-
-// Min is the smallest observation; 0 when empty.
-func (h *Histogram) Min() time.Duration {
-	if h.n == 0 {
-		return 0
-	}
-	return time.Duration(h.min)
-}
-
 // Quantile returns the value below or at which a fraction q (0..1) of the
 // observations fall: the upper bound of the bucket holding the q-th
-// observation, clamped to [Min, Max]. 0 when empty.
+// observation, clamped to the observed range. 0 when empty.
 func (h *Histogram) Quantile(q float64) time.Duration {
 	if h.n == 0 {
 		return 0

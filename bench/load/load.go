@@ -1,20 +1,12 @@
-// Package load is a fasthttp load driver for HTTP benchmarks on one host.
+// Package load is a fasthttp load driver for benchmarks on one host.
 //
-// Closed loop (Config.Rate 0): Connections goroutines each send a request,
-// wait for the whole response, and send the next, for Duration or until
-// Requests have been sent; throughput at that concurrency is the result.
-//
-// Open loop (Config.Rate > 0): requests are due at fixed intervals
-// (start + i/Rate) whether or not earlier ones have finished; up to
-// Connections are in flight. A request's latency is measured from the moment
-// it was due when it had to wait for a free connection (so queueing behind a
-// slow server counts, avoiding coordinated omission), and from its actual
-// send otherwise (so the driver's own timer slack does not).
-//
-// Streaming (Config.Stream): the response body is read as it arrives; the
-// time to the first body byte (the first SSE event) is recorded next to the
-// total latency, and a stream counts as completed only when it ends with
-// "data: [DONE]".
+// Closed loop (Rate 0): Connections goroutines each send a request, read
+// the whole response and send the next. Open loop (Rate > 0): request i is
+// due at start + i/Rate whatever came before; one that waited for a free
+// connection counts its latency from when it was due, so queueing behind a
+// slow server is measured (no coordinated omission). With Stream, a
+// response counts as completed only when it ends with "data: [DONE]", and
+// the time to its first byte is recorded too.
 package load
 
 import (
@@ -31,58 +23,29 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Config describes one load run.
+// Config describes one run. A request is a POST of Body, or a GET without.
 type Config struct {
-	// URL is the target, http://host:port/path. Required.
-	URL string
-	// Method defaults to POST when Body is set, else GET.
-	Method string
-	// Body is sent with every request. Default none.
-	Body []byte
-	// Headers are added to every request as name, value pairs.
-	Headers [][2]string
-	// Connections is the number of concurrent connections (and of requests
-	// in flight). Default 64.
-	Connections int
-	// Duration bounds the run. Default 5s when Requests is 0.
-	Duration time.Duration
-	// Requests bounds the number of requests sent (0 = by Duration only).
-	Requests int64
-	// Rate is the offered load in requests/s for an open-loop run; 0 runs a
-	// closed loop.
-	Rate float64
-	// Stream reads responses as SSE streams and records time to first event.
-	Stream bool
-	// Timeout bounds each read and write of a request. Default 10s.
-	Timeout time.Duration
-	// ExpectStatus is the status that counts as success. Default 200.
-	ExpectStatus int
+	URL         string // http://host:port/path
+	Body        []byte
+	Headers     [][2]string
+	Connections int           // requests in flight at most; default 64
+	Duration    time.Duration // default 5s when Requests is 0
+	Requests    int64         // stop after this many (0: by Duration)
+	Rate        float64       // requests/s of an open loop; 0: closed loop
+	Stream      bool          // read SSE answers
+	Timeout     time.Duration // each read and write; default 10s
 }
 
-// Result is the outcome of a run. Latency holds successful requests only;
-// failures are counted in Errors and Status.
+// Result is the outcome of a run. Only 200 answers (streams ending with
+// [DONE]) count as completed and in Latency.
 type Result struct {
-	// Completed counts requests answered with ExpectStatus (streams: ending
-	// with [DONE]).
-	Completed int64
-	// Errors counts the others: transport errors, other statuses, streams
-	// cut short.
-	Errors int64
-	// Status counts responses by status; transport errors count under 0.
-	Status map[int]int64
-	// FirstError describes the first failure seen ("" when none).
-	FirstError string
-	// Elapsed is the wall time from the first send to the last response.
-	Elapsed time.Duration
-	// Latency is the distribution of successful request latencies.
-	Latency *Histogram
-	// FirstEvent is the distribution of times to the first body byte of
-	// successful streams; nil unless Config.Stream.
-	FirstEvent *Histogram
-	// Events counts SSE events received (the [DONE] frame included).
-	Events int64
-	// Rate is the offered load of an open-loop run (0 for a closed loop).
-	Rate float64
+	Completed, Errors int64
+	Status            map[int]int64 // by status; transport errors under 0
+	FirstError        string
+	Elapsed           time.Duration // from the first send to the last answer
+	Latency           *Histogram
+	FirstEvent        *Histogram // time to the first body byte; nil unless Stream
+	Events            int64      // SSE events received, [DONE] included
 }
 
 // Throughput is successful requests per second.
@@ -122,15 +85,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	if cfg.ExpectStatus == 0 {
-		cfg.ExpectStatus = 200
-	}
-	if cfg.Method == "" {
-		cfg.Method = fasthttp.MethodGet
-		if cfg.Body != nil {
-			cfg.Method = fasthttp.MethodPost
-		}
-	}
 	if cfg.Rate < 0 {
 		return nil, errors.New("load: negative Rate")
 	}
@@ -157,37 +111,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	workers := make([]*worker, cfg.Connections)
 	var wg sync.WaitGroup
 	for i := range workers {
-		w := newWorker(r)
-		workers[i] = w
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.run()
-		}()
+		workers[i] = newWorker(r)
+		wg.Go(workers[i].run)
 	}
 	wg.Wait()
-
-	res := &Result{Latency: NewHistogram(), Status: map[int]int64{}, Rate: cfg.Rate}
-	if cfg.Stream {
-		res.FirstEvent = NewHistogram()
-	}
+	res := &Result{}
 	var last time.Time
 	for _, w := range workers {
-		res.Completed += w.ok
-		res.Errors += w.errs
-		res.Events += w.events
-		res.Latency.Merge(w.lat)
-		if cfg.Stream {
-			res.FirstEvent.Merge(w.ttfe)
-		}
-		for k, v := range w.status {
-			res.Status[k] += v
-		}
+		res.Merge(&w.res)
 		if w.lastDone.After(last) {
 			last = w.lastDone
-		}
-		if res.FirstError == "" {
-			res.FirstError = w.firstErr
 		}
 	}
 	if !last.IsZero() {
@@ -235,26 +168,19 @@ type worker struct {
 	req      *fasthttp.Request
 	resp     *fasthttp.Response
 	buf      []byte
-	lat      *Histogram
-	ttfe     *Histogram
-	status   map[int]int64
-	ok, errs int64
-	events   int64
-	firstErr string
+	res      Result
 	lastDone time.Time
 }
 
 func newWorker(r *runner) *worker {
-	w := &worker{
-		r: r, req: new(fasthttp.Request), resp: new(fasthttp.Response),
-		lat: NewHistogram(), status: map[int]int64{}, buf: make([]byte, 32<<10),
-	}
+	w := &worker{r: r, req: new(fasthttp.Request), resp: new(fasthttp.Response), buf: make([]byte, 32<<10),
+		res: Result{Latency: NewHistogram(), Status: map[int]int64{}}}
 	if r.cfg.Stream {
-		w.ttfe = NewHistogram()
+		w.res.FirstEvent = NewHistogram()
 	}
 	w.req.SetRequestURI(r.cfg.URL)
-	w.req.Header.SetMethod(r.cfg.Method)
 	if r.cfg.Body != nil {
+		w.req.Header.SetMethod(fasthttp.MethodPost)
 		w.req.SetBody(r.cfg.Body)
 		w.req.Header.SetContentType("application/json")
 	}
@@ -299,51 +225,50 @@ func (w *worker) run() {
 func (w *worker) one(start time.Time) {
 	err := w.r.client.Do(w.req, w.resp)
 	if err != nil {
-		w.fail(0, err.Error())
-		// Do not spin on a refused connection.
-		sleepCtx(w.r.ctx, time.Millisecond)
+		w.res.Status[0]++
+		w.fail(err.Error())
+		sleepCtx(w.r.ctx, time.Millisecond) // do not spin on a refused connection
 		return
 	}
 	code := w.resp.StatusCode()
-	w.status[code]++
+	w.res.Status[code]++
 	if !w.r.cfg.Stream {
-		w.lastDone = time.Now()
-		if code != w.r.cfg.ExpectStatus {
-			w.fail(-1, fmt.Sprintf("status %d: %.200s", code, w.resp.Body()))
+		if code != 200 {
+			w.fail(fmt.Sprintf("status %d: %.200s", code, w.resp.Body()))
 			return
 		}
-		w.ok++
-		w.lat.Record(w.lastDone.Sub(start))
+		w.done(start, 0)
 		return
 	}
 	ttfe, events, done, err := readStream(w.resp.BodyStream(), w.buf, start)
 	_ = w.resp.CloseBodyStream()
-	w.lastDone = time.Now()
-	w.events += events
+	w.res.Events += events
 	switch {
-	case code != w.r.cfg.ExpectStatus:
-		w.fail(-1, fmt.Sprintf("status %d", code))
+	case code != 200:
+		w.fail(fmt.Sprintf("status %d", code))
 	case err != nil:
-		w.fail(-1, "stream: "+err.Error())
+		w.fail("stream: " + err.Error())
 	case !done:
-		w.fail(-1, "stream ended without data: [DONE]")
+		w.fail("stream ended without data: [DONE]")
 	default:
-		w.ok++
-		w.lat.Record(w.lastDone.Sub(start))
-		w.ttfe.Record(ttfe)
+		w.done(start, ttfe)
 	}
 }
 
-// fail counts a failure; status 0 counts under Status[0] (transport error),
-// -1 means the status is already counted.
-func (w *worker) fail(status int, msg string) {
+func (w *worker) done(start time.Time, ttfe time.Duration) {
 	w.lastDone = time.Now()
-	if status == 0 {
-		w.status[0]++
+	w.res.Completed++
+	w.res.Latency.Record(w.lastDone.Sub(start))
+	if w.res.FirstEvent != nil {
+		w.res.FirstEvent.Record(ttfe)
 	}
-	w.errs++
-	if w.firstErr == "" {
-		w.firstErr = msg
+}
+
+func (w *worker) fail(msg string) {
+	w.lastDone = time.Now()
+	w.res.Errors++
+	if w.res.FirstError == "" {
+		w.res.FirstError = msg
 	}
 }
 

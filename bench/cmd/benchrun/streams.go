@@ -2,167 +2,85 @@ package main
 
 import (
 	"fmt"
-	"strings"
+	"strconv"
 	"time"
 
-	"github.com/switchyard/switchyard/bench/harness"
 	"github.com/switchyard/switchyard/bench/load"
 )
 
-// The long-lived-streams scenario: many concurrent streams, each of
-// longEvents events longInterval apart, as chat clients hold them. The
-// baseline twin is the bare proxy, which relays a streamed answer with
-// fasthttp's own chunked copy, a flush per chunk: the leanest correct SSE
-// relay fasthttp allows.
+// Long-lived streams: N connections, each streaming one chat completion
+// after another of longEvents events longInterval apart, as chat clients
+// hold them; about two streams per connection in longRun.
 const (
 	longEvents   = 100
 	longInterval = 20 * time.Millisecond
-	// longRun is each measured run: two streams per connection, about.
-	longRun = 5 * time.Second
+	longRun      = 5 * time.Second
 )
 
-var longStreamCounts = []int{1000, 5000}
-
-// streamsRow is one measured run of the scenario.
-type streamsRow struct {
-	name           string
-	streams        int
-	res            *load.Result
-	cpu            float64 // proxy CPU seconds over the run
-	rssIdle, rssAt int64   // proxy VmRSS before the run and mid-run
-	skipped        string
-}
-
-func (r *streamsRow) cpuPerEvent() (time.Duration, bool) {
-	if r.res == nil || r.res.Events == 0 || r.cpu <= 0 {
-		return 0, false
-	}
-	return time.Duration(r.cpu / float64(r.res.Events) * float64(time.Second)), true
-}
-
-func (r *streamsRow) rssPerStream() (int64, bool) {
-	if r.res == nil || r.rssAt <= 0 || r.rssIdle <= 0 {
-		return 0, false
-	}
-	return (r.rssAt - r.rssIdle) / int64(r.streams), true
-}
-
-// longStreams runs the scenario for each count against the bare proxy and
-// Switchyard and adds its section to the report.
+// longStreams runs 1,000 and 5,000 streams through the bare proxy (which
+// relays with fasthttp's chunked copy, a flush per chunk) and Switchyard.
 func (b *bench) longStreams() {
 	if b.ctx.Err() != nil {
 		return
 	}
-	mock, err := harness.Start(b.ctx, b.mockBin, []string{"-listen", "127.0.0.1:0", "-name", "long",
-		"-stream-events", fmt.Sprint(longEvents), "-stream-interval", longInterval.String()},
-		harness.StartOptions{Name: "mock long", CPUs: b.sideCPUs, Env: []string{"GOMAXPROCS=1"}, WaitListening: true})
+	m, err := start(b.ctx, "mock long", b.sideCPUs, []string{"GOMAXPROCS=1"}, true, b.mockBin, "-listen", "127.0.0.1:0", "-name", "long",
+		"-stream-events", strconv.Itoa(longEvents), "-stream-interval", longInterval.String())
 	if err != nil {
-		b.log.Warn().Err(err).Msg("long-streams mock does not start; scenario skipped")
+		b.log.Warn().Err(err).Msg("long-streams mock does not start; rows skipped")
 		return
 	}
-	defer mock.Stop()
-	var rows []*streamsRow
-	for _, n := range longStreamCounts {
-		bare := &streamsRow{name: fmt.Sprintf("bare proxy, %d streams", n), streams: n}
-		sy := &streamsRow{name: fmt.Sprintf("Switchyard, 1 rule, %d streams", n), streams: n}
-		b.longRun(bare, func() (*proxy, error) { return b.startBare(mock.Addr) })
-		b.longRun(sy, func() (*proxy, error) {
-			return b.startSwitchyard(fmt.Sprintf("long-%d", n), false,
-				[]gwTarget{{name: "primary", baseURL: b.mockURL(mock), maxConcurrency: n + 100}}, oneRuleRules)
-		})
-		rows = append(rows, bare, sy)
-	}
-	b.rep.Sections = append(b.rep.Sections, longStreamsSection(rows))
-}
-
-// longRun measures one row with its own proxy process.
-func (b *bench) longRun(r *streamsRow, start func() (*proxy, error)) {
-	p, err := start()
-	if err != nil {
-		r.skipped = firstLine(err.Error())
-		return
-	}
-	defer p.stop()
-	pid := p.proc.PID()
-	r.rssIdle, _ = harness.MemStatus(pid, "VmRSS")
-	cpu0, err0 := harness.CPUSeconds(pid)
-	done := make(chan *load.Result, 1)
-	go func() {
-		res, err := load.Run(b.ctx, load.Config{URL: "http://" + p.addr + chatPath, Body: streamBody, Headers: authHeader,
-			Connections: r.streams, Duration: longRun, Stream: true, Timeout: 30 * time.Second})
-		if err != nil {
-			res = nil
+	defer m.stop()
+	t := &table{head: []string{"scenario", "streams completed", "events", "errors (streams cut or without [DONE])", "proxy CPU/event", "RSS before", "RSS mid-run", "RSS/stream"}}
+	checks := &table{head: []string{"vs bare proxy", "CPU/event (target ≤ 1.25×)", "RSS/stream (target ≤ 1.25×)"}}
+	for _, n := range []int{1000, 5000} {
+		sy := oneRule(m.addr)
+		sy.targetYAML = fmt.Sprintf("    concurrency:\n      max_concurrency: %d\n", n+100)
+		var cpu, rss [2]float64 // per event, per stream; bare then Switchyard
+		for i, r := range []struct {
+			name  string
+			start func() (*proxy, error)
+		}{
+			{fmt.Sprintf("bare proxy, %d streams", n), func() (*proxy, error) { return b.bare(m.addr) }},
+			{fmt.Sprintf("Switchyard, 1 rule, %d streams", n), func() (*proxy, error) { return b.switchyard(sy) }},
+		} {
+			p, err := r.start()
+			if err != nil {
+				t.add(r.name, "not run: "+firstLine(err.Error()))
+				continue
+			}
+			rssIdle := memStatus(p.pid(), "VmRSS")
+			u0, err0 := p.usage()
+			mid := make(chan int64, 1)
+			time.AfterFunc(longRun/2, func() { mid <- memStatus(p.pid(), "VmRSS") }) // every connection in its second stream
+			res, err := load.Run(b.ctx, load.Config{URL: "http://" + p.addr + chatPath, Body: streamBody, Headers: authHeader,
+				Connections: n, Duration: longRun, Stream: true, Timeout: 30 * time.Second})
+			rssAt := <-mid
+			u1, err1 := p.usage()
+			p.stop()
+			if err != nil {
+				t.add(r.name, "not run: the load run failed")
+				continue
+			}
+			cpuCell := "—"
+			if err0 == nil && err1 == nil && res.Events > 0 {
+				cpu[i] = (u1.cpu - u0.cpu) / float64(res.Events)
+				cpuCell = duration(time.Duration(cpu[i] * 1e9))
+			}
+			rss[i] = float64(rssAt-rssIdle) / float64(n)
+			t.add(r.name, strconv.FormatInt(res.Completed, 10), strconv.FormatInt(res.Events, 10), strconv.FormatInt(res.Errors, 10),
+				cpuCell, mib(rssIdle), mib(rssAt), mib(int64(rss[i])))
+			b.log.Info().Str("row", r.name).Int64("streams", res.Completed).Int64("events", res.Events).Int64("errors", res.Errors).Str("first_error", res.FirstError).Msg("measured")
 		}
-		done <- res
-	}()
-	// Mid-run every connection is in its second stream.
-	select {
-	case <-time.After(longRun / 2):
-		r.rssAt, _ = harness.MemStatus(pid, "VmRSS")
-	case <-b.ctx.Done():
+		ratio := func(v [2]float64) string {
+			if v[0] <= 0 || v[1] <= 0 {
+				return "n/a"
+			}
+			return fmt.Sprintf("%.2f× %s", v[1]/v[0], passMiss(v[1]/v[0] <= targetStream))
+		}
+		checks.add(fmt.Sprintf("Switchyard, 1 rule, %d streams vs bare proxy, %d streams", n, n), ratio(cpu), ratio(rss))
 	}
-	r.res = <-done
-	if cpu1, err := harness.CPUSeconds(pid); err == nil && err0 == nil {
-		r.cpu = cpu1 - cpu0
-	}
-	if r.res == nil {
-		r.skipped = "the load run failed"
-		return
-	}
-	b.log.Info().Str("scenario", r.name).Int64("streams", r.res.Completed).Int64("events", r.res.Events).Str("first_error", r.res.FirstError).
-		Int64("errors", r.res.Errors).Msg("measured")
-}
-
-// longStreamsSection renders the scenario's table and ratio checks.
-func longStreamsSection(rows []*streamsRow) string {
-	var s strings.Builder
-	s.WriteString("## Long-lived streams\n\n")
-	fmt.Fprintf(&s, "Closed loop of N connections, each streaming one chat completion after another: %d `chat.completion.chunk` events %s apart, then `data: [DONE]`, for %s. "+
+	b.sections = append(b.sections, fmt.Sprintf("## Long-lived streams\n\nClosed loop of N connections, each streaming one chat completion after another: %d `chat.completion.chunk` events %s apart, then `data: [DONE]`, for %s. "+
 		"CPU per event is the proxy's CPU time over the events the driver received; RSS per stream is the proxy's VmRSS mid-run minus its VmRSS before the run, over N. "+
 		"The baseline is the bare proxy, which relays the streamed answer with fasthttp's chunked copy and a flush per chunk.\n\n",
-		longEvents, longInterval, longRun)
-	s.WriteString("| scenario | streams completed | events | errors (streams cut or without [DONE]) | proxy CPU/event | RSS before | RSS mid-run | RSS/stream |\n")
-	s.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, r := range rows {
-		if r.skipped != "" {
-			fmt.Fprintf(&s, "| %s | not run: %s |||||||\n", r.name, r.skipped)
-			continue
-		}
-		cpu, rss := "—", "—"
-		if d, ok := r.cpuPerEvent(); ok {
-			cpu = harness.FormatDuration(d)
-		}
-		if v, ok := r.rssPerStream(); ok {
-			rss = harness.FormatBytes(v)
-		}
-		fmt.Fprintf(&s, "| %s | %d | %d | %d | %s | %s | %s | %s |\n", r.name, r.res.Completed, r.res.Events, r.res.Errors,
-			cpu, harness.FormatBytes(r.rssIdle), harness.FormatBytes(r.rssAt), rss)
-	}
-	s.WriteString("\n| vs bare proxy | CPU/event (target ≤ 1.25×) | RSS/stream (target ≤ 1.25×) |\n|---|--:|--:|\n")
-	for i := 0; i+1 < len(rows); i += 2 {
-		bare, sy := rows[i], rows[i+1]
-		cpu, rss := "n/a", "n/a"
-		if a, ok := sy.cpuPerEvent(); ok {
-			if c, ok := bare.cpuPerEvent(); ok && c > 0 {
-				ratio := float64(a) / float64(c)
-				cpu = fmt.Sprintf("%.2f× %s", ratio, passMiss(ratio <= 1.25))
-			}
-		}
-		if a, ok := sy.rssPerStream(); ok {
-			if c, ok := bare.rssPerStream(); ok && c > 0 {
-				ratio := float64(a) / float64(c)
-				rss = fmt.Sprintf("%.2f× %s", ratio, passMiss(ratio <= 1.25))
-			}
-		}
-		fmt.Fprintf(&s, "| %s vs %s | %s | %s |\n", sy.name, bare.name, cpu, rss)
-	}
-	s.WriteString("\n")
-	return s.String()
-}
-
-func passMiss(ok bool) string {
-	if ok {
-		return "pass"
-	}
-	return "**miss**"
+		longEvents, longInterval, longRun)+t.String()+checks.String())
 }

@@ -20,22 +20,8 @@ import (
 	"github.com/switchyard/switchyard/bench/load"
 )
 
-type headers [][2]string
-
-func (h *headers) String() string { return fmt.Sprint(*h) }
-
-func (h *headers) Set(v string) error {
-	k, val, ok := strings.Cut(v, ":")
-	if !ok {
-		return fmt.Errorf("header %q: want Name: value", v)
-	}
-	*h = append(*h, [2]string{strings.TrimSpace(k), strings.TrimSpace(val)})
-	return nil
-}
-
 func main() {
 	var cfg load.Config
-	var hdr headers
 	body := flag.String("body", "", "request body (POST when set); @FILE reads a file")
 	flag.StringVar(&cfg.URL, "url", "", "target URL (http://host:port/path)")
 	flag.IntVar(&cfg.Connections, "c", 64, "connections")
@@ -43,7 +29,14 @@ func main() {
 	flag.Int64Var(&cfg.Requests, "n", 0, "stop after this many requests (0: by duration)")
 	flag.Float64Var(&cfg.Rate, "rate", 0, "open-loop offered load in requests/s (0: closed loop)")
 	flag.BoolVar(&cfg.Stream, "stream", false, "read SSE streams and report time to first event")
-	flag.Var(&hdr, "H", "request header \"Name: value\" (repeatable)")
+	flag.Func("H", "request header \"Name: value\" (repeatable)", func(v string) error {
+		k, val, ok := strings.Cut(v, ":")
+		if !ok {
+			return fmt.Errorf("header %q: want Name: value", v)
+		}
+		cfg.Headers = append(cfg.Headers, [2]string{strings.TrimSpace(k), strings.TrimSpace(val)})
+		return nil
+	})
 	flag.Parse()
 	if *body != "" {
 		cfg.Body = []byte(*body)
@@ -56,7 +49,6 @@ func main() {
 			cfg.Body = b
 		}
 	}
-	cfg.Headers = hdr
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	res, err := load.Run(ctx, cfg)
