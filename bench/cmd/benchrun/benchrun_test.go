@@ -246,7 +246,10 @@ func TestTargets(t *testing.T) {
 	bare := &row{name: "bare", res: res(1000, 100*time.Microsecond), used: true, use: usage{cpu: 0.010, mallocs: 5000}, rss: 10 << 20, peak: 12 << 20}
 	good := &row{name: "good", res: res(950, 150*time.Microsecond), used: true, use: usage{cpu: 0.0105, reads: 1900}, bare: bare, direct: bare}
 	slow := &row{name: "slow", res: res(800, 150*time.Microsecond), used: true, use: usage{cpu: 0.02}, bare: bare}
-	b := &bench{rows: []*row{bare, good, slow, {name: "gone", skipped: "gateway not built", bare: bare}},
+	good.cost = &cost{without: bare, maxCPU: targetFeatureCPU}
+	slow.cost = &cost{without: good, minTput: targetRedisThroughput}
+	free := &row{name: "free", res: res(1000, 100*time.Microsecond), used: true, use: usage{cpu: 0.010}, cost: &cost{without: bare}}
+	b := &bench{rows: []*row{bare, good, slow, free, {name: "gone", skipped: "gateway not built", bare: bare}},
 		p99Half: map[string]time.Duration{"good": 80 * time.Microsecond, "slow": 300 * time.Microsecond}}
 	md := b.markdown("")
 	for _, want := range []string{
@@ -258,6 +261,9 @@ func TestTargets(t *testing.T) {
 		"| good | 950 | 150 µs | 150 µs | +50 µs | +50 µs | 11.1 µs | — | 0.0 | 2.00 / 0.00 / 0.00 | 0 |  |",
 		"| slow | 800 | 150 µs | 150 µs | — | — | 25.0 µs | — | 0.0 | 0.00 / 0.00 / 0.00 | 0 |  |",
 		"| gone | skipped: gateway not built |",
+		"| good vs bare | 0.95× | 1.11× **miss** (target ≤ 1.05×) |",
+		"| slow vs good | 0.84× **miss** (target ≥ 0.85×) | 2.26× |",
+		"| free vs bare | 1.00× | 1.00× |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("missing %q in:\n%s", want, md)

@@ -39,7 +39,7 @@ const (
 func (b *bench) featureRows() {
 	g := &group{b: b, mock: b.primary.addr}
 	bare := g.add(rowBare+" (features)", chatBody, nil, nil, func() (*proxy, error) { return b.bare(b.primary.addr) }).row
-	g.add(rowSy1+" (features)", chatBody, nil, bare, func() (*proxy, error) { return b.switchyard(oneRule(b.primary.addr)) })
+	sy1 := g.add(rowSy1+" (features)", chatBody, nil, bare, func() (*proxy, error) { return b.switchyard(oneRule(b.primary.addr)) }).row
 	// add starts a feature row's Switchyard with yaml appended, unless err.
 	add := func(name, yaml string, err error) *contender {
 		c := oneRule(b.primary.addr)
@@ -55,7 +55,10 @@ func (b *bench) featureRows() {
 		})
 	}
 
+	keys := add("client keys", clientKeysYAML, nil).row
+	keys.cost = &cost{without: sy1}
 	memory := add("client keys + limits (memory)", limitsYAML, nil)
+	memory.row.cost = &cost{without: keys, maxCPU: targetFeatureCPU}
 
 	var raddr string // the row is skipped when redis-server did not start
 	redis, err := b.startRedis()
@@ -65,6 +68,7 @@ func (b *bench) featureRows() {
 	}
 	c := add("limits (Redis on loopback)", fmt.Sprintf(redisYAML, raddr), err)
 	c.row.direct = memory.row // "added": what Redis adds to the same limits in memory
+	c.row.cost = &cost{without: memory.row, minTput: targetRedisThroughput}
 	calls := map[string]int64{}
 	var redisErr error
 	c.around = append(c.around, func() func() {
@@ -78,9 +82,9 @@ func (b *bench) featureRows() {
 		}
 	})
 
-	add("residency", residencyYAML, nil)
+	add("residency", residencyYAML, nil).row.cost = &cost{without: keys, maxCPU: targetFeatureCPU}
 	key, _, err := audit.GenerateKey()
-	add("audit log on", fmt.Sprintf(auditYAML, b.tmp, key), err)
+	add("audit log on", fmt.Sprintf(auditYAML, b.tmp, key), err).row.cost = &cost{without: keys, maxCPU: targetFeatureCPU}
 
 	var saddr string
 	sink, spans, err := otlpSink()
@@ -89,9 +93,11 @@ func (b *bench) featureRows() {
 		saddr = sink.Addr().String()
 	}
 	tracing := add("tracing sample_ratio 0.01", fmt.Sprintf(tracingYAML, saddr), err)
+	tracing.row.cost = &cost{without: sy1}
 
 	adminAddr, err := freeAddr()
 	admin := add("admin listener + a client polling /api/decisions", fmt.Sprintf(adminYAML, adminAddr), err)
+	admin.row.cost = &cost{without: sy1}
 	polls := pollDecisions("http://" + adminAddr + "/api/decisions")
 
 	b.compare(g)

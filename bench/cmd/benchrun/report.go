@@ -13,6 +13,9 @@ const (
 	targetCPU        = 1.15                   // maximum CPU-per-request ratio
 	targetP99Added   = 100 * time.Microsecond // p99 added at half the bare proxy's saturation
 	targetStream     = 1.25                   // long-lived streams: CPU/event and RSS/stream ratios
+
+	targetFeatureCPU      = 1.05 // limits (memory), residency, audit log: CPU/request over the row without
+	targetRedisThroughput = 0.85 // limits on Redis: throughput of the same limits in memory
 )
 
 // table is a Markdown table: the first column left-aligned, the others
@@ -121,6 +124,38 @@ func (b *bench) targetTable() *table {
 	return t
 }
 
+// costTable holds each feature row to the same row without its feature.
+func (b *bench) costTable() *table {
+	t := &table{head: []string{"feature row vs the same row without", "throughput", "CPU/req"}}
+	for _, r := range b.rows {
+		c := r.cost
+		if c == nil {
+			continue
+		}
+		tput, cpu := "n/a", "n/a"
+		if r.res != nil && c.without.res != nil && c.without.res.Throughput() > 0 {
+			tput = ratioTo(r.res.Throughput()/c.without.res.Throughput(), c.minTput, true)
+		}
+		if r.res != nil && c.without.res != nil && r.used && !r.lost && c.without.used && !c.without.lost && c.without.use.cpu > 0 {
+			cpu = ratioTo(r.use.cpu/r.requests()/(c.without.use.cpu/c.without.requests()), c.maxCPU, false)
+		}
+		t.add(r.name+" vs "+c.without.name, tput, cpu)
+	}
+	return t
+}
+
+// ratioTo is check against target, or the bare ratio when target is 0.
+func ratioTo(ratio, target float64, atLeast bool) string {
+	if target == 0 {
+		return fmt.Sprintf("%.2f×", ratio)
+	}
+	t := "≥"
+	if !atLeast {
+		t = "≤"
+	}
+	return check(ratio, target, atLeast) + fmt.Sprintf(" (target %s %.2f×)", t, target)
+}
+
 // check prints a ratio and whether it meets target (at least, or at most):
 // two decimals, or three when two would round it onto the target.
 func check(ratio, target float64, atLeast bool) string {
@@ -154,6 +189,10 @@ func (b *bench) markdown(head string) string {
 		s.WriteString(b.rowTable(false).String() + b.rowTable(true).String())
 		s.WriteString("## Targets\n\nThroughput and CPU/request are ratios to the bare proxy under the same closed-loop load; p99 added is Switchyard's p99 minus the bare proxy's, both offered half of the bare proxy's saturation throughput in open loop.\n\n")
 		s.WriteString(b.targetTable().String())
+		if t := b.costTable(); len(t.rows) > 0 {
+			s.WriteString("\n## Feature cost\n\nEach feature row against the same configuration without that feature, measured in the same alternation: limits, residency and the audit log against client keys alone, Redis against the same limits in memory, tracing and the admin listener against the 1-rule row.\n\n")
+			s.WriteString(t.String())
+		}
 	}
 	s.WriteString(strings.Join(b.sections, ""))
 	s.WriteString("## Notes\n\n")

@@ -40,7 +40,16 @@ type row struct {
 	used, lost   bool  // use was read / a reading failed
 	rss, peak    int64 // the proxy's VmRSS after the run, VmHWM
 	direct, bare *row  // what "added" subtracts; the baseline of the targets
+	cost         *cost // a feature row: its cost over the same row without the feature
 	extra, note  string
+}
+
+// cost holds a feature row to a target against the same configuration
+// without the feature (README: Quotas, Proving residency): CPU/request at
+// most maxCPU, or throughput at least minTput; 0 reports without a target.
+type cost struct {
+	without         *row
+	maxCPU, minTput float64
 }
 
 func (r *row) requests() float64 { return float64(r.res.Completed + r.res.Errors) }
