@@ -41,7 +41,7 @@ type bench struct {
 	configs                 int    // Switchyard configs written
 	proxyCPUs, sideCPUs     []int
 	allCPUs                 []int // the driver's before it pinned itself: an unpinned proxy's (see place)
-	unpinned                bool // start proxies as users deploy them (see place)
+	unpinned                bool  // start proxies as users deploy them (see place)
 
 	primary, secondary, streamer *proc
 	respBytes                    int
