@@ -1,8 +1,10 @@
 // Package audit writes and verifies Switchyard's audit log (README, Proving
 // residency): one JSON line per authenticated request saying where it went,
 // each line carrying the SHA-256 of the line before it, and Ed25519-signed
-// checkpoints. Lines are formatted, hashed and written by one goroutine fed
-// through a bounded queue, so a request pays for a copy of a few fields.
+// checkpoints. A request copies a few fields into a batch under a mutex;
+// one writer goroutine takes the batch every FlushEvery (sooner when it is
+// large), formats and hashes its lines and writes them in one call, so a
+// request pays neither a wake-up of the writer nor a system call.
 package audit
 
 import (
@@ -24,7 +26,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
+	"github.com/switchyard/switchyard/internal/byteconv"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
@@ -34,12 +38,21 @@ import (
 // reports true and the gateway refuses new requests 503 audit_unavailable.
 const MaxBehind = 10_000
 
-// queueCap bounds the queue: beyond MaxBehind, requests already admitted
-// still find room; a full queue makes Add wait (a line is never dropped).
+// FlushEvery is how often the writer takes the lines added since its last
+// turn and writes them to the file: the longest a line waits in memory
+// while the writer keeps up.
+const FlushEvery = 20 * time.Millisecond
+
+// wakeLines is the batch size at which Add wakes the writer before its
+// next turn, so a burst is written in bounded chunks.
+const wakeLines = 2048
+
+// queueCap bounds the batch: beyond MaxBehind, requests already admitted
+// still find room; a full batch makes Add wait (a line is never dropped).
 const queueCap = 1 << 16
 
 // flushBytes is the buffered size past which the writer writes to the file
-// even while more lines are queued.
+// in the middle of a batch.
 const flushBytes = 256 << 10
 
 // genesis is the prev of the first line of a chain.
@@ -67,15 +80,24 @@ type Options struct {
 // Log is an open audit log. Add and Behind are safe for concurrent use and
 // cheap; Close ends the writer. Create it with Open.
 type Log struct {
-	opt     Options
-	q       chan *item
+	opt Options
+
+	mu     sync.Mutex
+	batch  batch         // lines added since the writer's last turn
+	full   sync.Cond     // on mu: the batch has room again, or the log closed
+	wait   int           // Adds waiting on full
+	closed bool          // the writer took its last batch: Add writes nothing
+	wake   chan struct{} // cap 1: the batch reached wakeLines
+
 	pending atomic.Int64 // lines added and not yet written to the file
+	syncs   chan chan struct{}
 	done    chan struct{}
 	closing chan struct{}
 	once    sync.Once
 	err     atomic.Pointer[error]
 
 	// Writer goroutine state.
+	spare     batch // the batch before last, handed back to Add at the next turn
 	f         *os.File
 	size      int64
 	buf       []byte
@@ -84,23 +106,35 @@ type Log struct {
 	firstSeq  uint64 // seq of the current file's first record (0: none yet)
 	unsigned  int    // lines since the last checkpoint
 	lastCheck time.Time
-	hosts     map[*upstream.Target]string
+	heads     map[*upstream.Target][]byte // attemptHead's cache
+	replica   []byte                      // ,"replica":"…"
 }
 
-// item is one queued request: what the line needs, copied out of the
-// request's pooled memory.
+// batch holds the lines added between two turns of the writer: each item
+// and, in three shared arrays, the variable-length parts copied out of the
+// request's pooled memory. The arrays are reused from turn to turn, so a
+// batch no larger than an earlier one allocates nothing, and a larger one
+// only as its arrays double.
+type batch struct {
+	items  []item
+	bytes  []byte // request ids and models
+	chains []string
+	steps  []telemetry.Step
+}
+
+// item is one request's line; its spans index the batch's arrays.
 type item struct {
-	reqID, model []byte
+	at           time.Time
 	key, hash    string
 	surface      router.Surface
-	rule         int
-	chain        []string
-	steps        []telemetry.Step
-	status       int
-	sync         chan struct{} // non-nil: a flush request, not a line
+	rule, status int
+	reqID, model span // in bytes
+	chain        span // in chains
+	steps        span // in steps
 }
 
-var itemPool = sync.Pool{New: func() any { return &item{} }}
+// span is the part [from, to) of one of a batch's arrays.
+type span struct{ from, to int }
 
 // Open opens (or creates) the log at opt.Path and starts its writer. An
 // existing file, or the newest rotated one when the file is missing, is
@@ -119,7 +153,10 @@ func Open(opt Options) (*Log, error) {
 	if len(opt.Key) != ed25519.PrivateKeySize {
 		return nil, errors.New("audit: no signing key")
 	}
-	l := &Log{opt: opt, q: make(chan *item, queueCap), done: make(chan struct{}), closing: make(chan struct{})}
+	l := &Log{opt: opt, wake: make(chan struct{}, 1), syncs: make(chan chan struct{}),
+		done: make(chan struct{}), closing: make(chan struct{})}
+	l.full.L = &l.mu
+	l.replica = upstream.AppendJSONString([]byte(`,"replica":`), opt.Replica)
 	if err := l.resume(); err != nil {
 		return nil, err
 	}
@@ -243,18 +280,46 @@ func (l *Log) rotatedFiles() []string {
 
 // Add queues one request's line: e's request id, key, surface, model,
 // rule, walk and status, and hash, the configuration's. e is not retained.
+// In the steady state it allocates nothing: the batch's items and their
+// buffers are reused.
 func (l *Log) Add(e *telemetry.Entry, hash string) {
-	it := itemPool.Get().(*item)
-	it.reqID = append(it.reqID[:0], e.RequestID...)
-	it.model = append(it.model[:0], e.Model...)
-	it.key, it.hash, it.surface, it.rule, it.status = e.Key, hash, e.Surface, e.Rule, e.Status
-	it.chain = append(it.chain[:0], e.Walked...)
-	it.steps = append(it.steps[:0], e.Steps...)
+	l.mu.Lock()
+	for len(l.batch.items) >= queueCap && !l.closed {
+		select { // the writer's next turn makes room: now, not at its tick
+		case l.wake <- struct{}{}:
+		default:
+		}
+		l.wait++
+		l.full.Wait()
+		l.wait--
+	}
+	if l.closed { // closed: nothing more is written
+		l.mu.Unlock()
+		return
+	}
+	b := &l.batch
+	it := item{at: l.opt.Now(), // under mu: times follow the seq order
+		key: e.Key, hash: hash, surface: e.Surface, rule: e.Rule, status: e.Status}
+	it.reqID.from = len(b.bytes)
+	b.bytes = append(b.bytes, e.RequestID...)
+	it.reqID.to, it.model.from = len(b.bytes), len(b.bytes)
+	b.bytes = append(b.bytes, e.Model...)
+	it.model.to = len(b.bytes)
+	it.chain.from = len(b.chains)
+	b.chains = append(b.chains, e.Walked...)
+	it.chain.to = len(b.chains)
+	it.steps.from = len(b.steps)
+	b.steps = append(b.steps, e.Steps...)
+	it.steps.to = len(b.steps)
+	b.items = append(b.items, it)
+	n := len(b.items)
 	l.pending.Add(1)
-	select {
-	case l.q <- it:
-	case <-l.done: // closed: nothing more is written
-		l.pending.Add(-1)
+	l.mu.Unlock()
+	if n == wakeLines {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -277,7 +342,7 @@ func (l *Log) Err() error {
 func (l *Log) Sync() {
 	c := make(chan struct{})
 	select {
-	case l.q <- &item{sync: c}:
+	case l.syncs <- c:
 		select {
 		case <-c:
 		case <-l.done:
@@ -294,49 +359,39 @@ func (l *Log) Close() error {
 	return l.Err()
 }
 
+// fail records err, the writer's first I/O error; a nil err costs nothing
+// (keeping the address of fail's own parameter would move every error
+// passed in, nil included, to the heap).
 func (l *Log) fail(err error) {
 	if err != nil {
-		l.err.CompareAndSwap(nil, &err)
+		l.setErr(err)
 	}
 }
 
-// run is the writer goroutine.
+func (l *Log) setErr(err error) { l.err.CompareAndSwap(nil, &err) }
+
+// run is the writer goroutine: every FlushEvery (or when Add finds the
+// batch large) it writes the lines added since its last turn.
 func (l *Log) run() {
 	defer close(l.done)
-	tick := time.NewTicker(min(l.opt.CheckpointEvery, 50*time.Millisecond))
+	tick := time.NewTicker(min(l.opt.CheckpointEvery, FlushEvery))
 	defer tick.Stop()
 	for {
 		select {
-		case it := <-l.q:
-			l.take(it)
-			// Drain what is queued, then write: lines reach the file as
-			// soon as the writer is idle, in few system calls under load.
-			for len(l.buf) < flushBytes {
-				select {
-				case it := <-l.q:
-					l.take(it)
-					continue
-				default:
-				}
-				break
-			}
-			l.flush()
 		case <-tick.C:
+			l.turn(false)
 			if l.unsigned > 0 && l.opt.Now().Sub(l.lastCheck) >= l.opt.CheckpointEvery {
 				l.checkpoint()
 				l.flush()
 				l.fsync()
 			}
+		case <-l.wake:
+			l.turn(false)
+		case c := <-l.syncs:
+			l.turn(false)
+			close(c)
 		case <-l.closing:
-			for {
-				select {
-				case it := <-l.q:
-					l.take(it)
-					continue
-				default:
-				}
-				break
-			}
+			l.turn(true)
 			if l.unsigned > 0 {
 				l.checkpoint()
 			}
@@ -348,24 +403,45 @@ func (l *Log) run() {
 	}
 }
 
-// take formats one queued item (or answers a Sync).
-func (l *Log) take(it *item) {
-	if it.sync != nil {
-		l.flush()
-		close(it.sync)
-		return
+// turn takes the batch (the last one when last: Add writes nothing after
+// it), formats and hashes its lines and writes them to the file.
+func (l *Log) turn(last bool) {
+	l.mu.Lock()
+	b := l.batch
+	l.batch, l.spare = l.spare, batch{}
+	l.closed = last
+	if l.wait > 0 {
+		l.full.Broadcast()
 	}
+	l.mu.Unlock()
+	for i := range b.items {
+		l.take(&b, &b.items[i])
+		if len(l.buf) >= flushBytes {
+			l.flush()
+		}
+	}
+	l.flush()
+	l.pending.Add(-int64(len(b.items)))
+	if cap(b.items) > 4*wakeLines && len(b.items) < wakeLines/2 {
+		b = batch{} // a burst is over: its batch's memory goes back
+	}
+	// Nothing of an old configuration (targets, key names) is kept alive.
+	clear(b.items)
+	clear(b.chains)
+	clear(b.steps)
+	l.spare = batch{b.items[:0], b.bytes[:0], b.chains[:0], b.steps[:0]}
+}
+
+// take formats and hashes one line into the buffer, and rotates the file
+// when the buffer would take it past MaxFileBytes.
+func (l *Log) take(b *batch, it *item) {
 	l.seq++
 	if l.firstSeq == 0 {
 		l.firstSeq = l.seq
 	}
 	start := len(l.buf)
-	l.buf = l.appendRecord(l.buf, it)
+	l.buf = l.appendRecord(l.buf, b, it)
 	l.endLine(start)
-	clear(it.steps)
-	it.key, it.hash, it.chain = "", "", it.chain[:0]
-	itemPool.Put(it)
-	l.pending.Add(-1)
 	l.unsigned++
 	if l.size+int64(len(l.buf)) > l.opt.MaxFileBytes {
 		l.rotate()
@@ -378,22 +454,21 @@ func (l *Log) endLine(start int) {
 	l.buf = append(l.buf, '\n')
 }
 
-func (l *Log) appendRecord(b []byte, it *item) []byte {
+func (l *Log) appendRecord(b []byte, bt *batch, it *item) []byte {
 	b = append(b, `{"time":"`...)
-	b = l.opt.Now().UTC().AppendFormat(b, time.RFC3339Nano)
+	b = it.at.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
-	b = append(b, `,"replica":`...)
-	b = upstream.AppendJSONString(b, l.opt.Replica)
+	b = append(b, l.replica...)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, l.seq, 10)
 	b = append(b, `,"request_id":`...)
-	b = upstream.AppendJSONString(b, string(it.reqID))
+	b = appendJSONString(b, byteconv.String(bt.bytes[it.reqID.from:it.reqID.to]))
 	b = append(b, `,"key":`...)
-	b = upstream.AppendJSONString(b, it.key)
+	b = appendJSONString(b, it.key)
 	b = append(b, `,"surface":`...)
-	b = upstream.AppendJSONString(b, surfaceName(it.surface))
+	b = appendJSONString(b, surfaceName(it.surface))
 	b = append(b, `,"model":`...)
-	b = upstream.AppendJSONString(b, string(it.model))
+	b = appendJSONString(b, byteconv.String(bt.bytes[it.model.from:it.model.to]))
 	b = append(b, `,"rule":`...)
 	switch {
 	case it.rule == telemetry.RuleNotRouted:
@@ -406,41 +481,45 @@ func (l *Log) appendRecord(b []byte, it *item) []byte {
 		b = append(b, '"')
 	}
 	b = append(b, `,"chain":[`...)
-	for i, c := range it.chain {
+	for i, c := range bt.chains[it.chain.from:it.chain.to] {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = upstream.AppendJSONString(b, c)
+		b = appendJSONString(b, c)
 	}
 	b = append(b, `],"attempts":[`...)
-	for i, s := range it.steps {
+	for i, s := range bt.steps[it.steps.from:it.steps.to] {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		t := s.Target
-		b = append(b, `{"target":`...)
-		b = upstream.AppendJSONString(b, t.Name)
-		b = append(b, `,"provider":`...)
-		b = upstream.AppendJSONString(b, t.Provider)
-		b = append(b, `,"host":`...)
-		b = upstream.AppendJSONString(b, l.hostOf(t))
-		b = append(b, `,"residency":`...)
-		b = upstream.AppendJSONString(b, t.Residency)
-		b = append(b, `,"outcome":`...)
+		b = append(b, l.attemptHead(s.Target)...)
 		if s.Refused {
 			b = append(b, `"residency_refused"`...)
 		} else {
-			b = upstream.AppendJSONString(b, s.Class.String())
+			b = appendJSONString(b, s.Class.String())
 		}
 		b = append(b, '}')
 	}
 	b = append(b, `],"status":`...)
 	b = strconv.AppendInt(b, int64(it.status), 10)
 	b = append(b, `,"config_hash":`...)
-	b = upstream.AppendJSONString(b, it.hash)
+	b = appendJSONString(b, it.hash)
 	b = append(b, `,"prev":"`...)
 	b = hex.AppendEncode(b, l.prev[:])
 	return append(b, `"}`...)
+}
+
+// appendJSONString appends s as a JSON string, as upstream.AppendJSONString
+// does, in one copy when s holds nothing to escape (ids, names, hashes).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return upstream.AppendJSONString(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 func surfaceName(s router.Surface) string {
@@ -450,22 +529,33 @@ func surfaceName(s router.Surface) string {
 	return "none"
 }
 
-// hostOf is the host[:port] of t's base URL, never its user info, path or
-// query; parsed once per target (the cache is dropped when it grows past
-// a few reloads' worth).
-func (l *Log) hostOf(t *upstream.Target) string {
-	if h, ok := l.hosts[t]; ok {
+// attemptHead is the start of an attempt naming t, up to its outcome:
+// {"target":…,"provider":…,"host":…,"residency":…,"outcome": with the
+// host[:port] of t's base URL, never its user info, path or query. Built
+// once per target (the cache is dropped when it grows past a few reloads'
+// worth); targets do not change once built.
+func (l *Log) attemptHead(t *upstream.Target) []byte {
+	if h, ok := l.heads[t]; ok {
 		return h
 	}
-	if len(l.hosts) >= 4096 || l.hosts == nil {
-		l.hosts = make(map[*upstream.Target]string)
+	if len(l.heads) >= 4096 || l.heads == nil {
+		l.heads = make(map[*upstream.Target][]byte)
 	}
-	h := ""
+	host := ""
 	if u, err := url.Parse(t.Endpoint.BaseURL); err == nil {
-		h = u.Host
+		host = u.Host
 	}
-	l.hosts[t] = h
-	return h
+	b := append([]byte(nil), `{"target":`...)
+	b = appendJSONString(b, t.Name)
+	b = append(b, `,"provider":`...)
+	b = appendJSONString(b, t.Provider)
+	b = append(b, `,"host":`...)
+	b = appendJSONString(b, host)
+	b = append(b, `,"residency":`...)
+	b = appendJSONString(b, t.Residency)
+	b = append(b, `,"outcome":`...)
+	l.heads[t] = b
+	return b
 }
 
 // checkpointMessage is what a checkpoint's signature covers.

@@ -3,13 +3,18 @@ package audit
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
@@ -240,5 +245,159 @@ func TestLogNamesARefusedMember(t *testing.T) {
 	want := `"attempts":[{"target":"eu","provider":"openai","host":"eu.example.com","residency":"eu","outcome":"server"},{"target":"us","provider":"openai","host":"us.example.com","residency":"us","outcome":"residency_refused"}],"status":500`
 	if !strings.Contains(string(b), want) {
 		t.Fatalf("line %s\nlacks %s", b, want)
+	}
+}
+
+// TestLinesReachTheFileWithoutSync: the writer takes the batch on its own
+// (every FlushEvery), with no Sync, Close or full batch to prompt it.
+func TestLinesReachTheFileWithoutSync(t *testing.T) {
+	priv, _ := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(Options{Path: path, Key: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	writeLines(t, l, 0, 3)
+	for i := 0; ; i++ {
+		b, _ := os.ReadFile(path)
+		if bytes.Count(b, []byte("\n")) == 3 && l.Pending() == 0 {
+			break
+		}
+		if i == 1000 { // ten seconds: a writer that never wakes
+			t.Fatalf("after 10s the file holds %q, %d pending; want 3 lines", b, l.Pending())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAddAfterCloseWritesNothing: Close writes every line added before it;
+// an Add after it returns at once and adds nothing.
+func TestAddAfterCloseWritesNothing(t *testing.T) {
+	priv, pub := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(Options{Path: path, Key: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, l, 0, 5)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, l, 5, 5)
+	l.Sync()
+	r, err := Verify(pub, []string{path})
+	if err != nil || r.Records != 5 || r.Unsigned != 0 || l.Pending() != 0 {
+		t.Fatalf("report %+v err %v pending %d; want 5 signed lines", r, err, l.Pending())
+	}
+}
+
+// TestAppendJSONStringMatchesUpstream: the audit log's one-copy fast path
+// writes exactly what upstream.AppendJSONString writes.
+func TestAppendJSONStringMatchesUpstream(t *testing.T) {
+	for _, s := range []string{"", "gpt-4o-mini", "0123456789abcdef0123456789abcdef", `a"b`, `a\b`, "a\nb\tc\rd\x01",
+		"<script>&", "héllo", "\u2028\u2029", "bad \xff utf8", "eu.example.com:8443", "globex-eu"} {
+		got, want := appendJSONString([]byte("x"), s), upstream.AppendJSONString([]byte("x"), s)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%q: %s; want %s", s, got, want)
+		}
+	}
+}
+
+// TestLineTimesFollowSeq: concurrent requests' lines carry times in the
+// order of their seq (each is stamped as it takes its place), even with a
+// clock read that yields the processor.
+func TestLineTimesFollowSeq(t *testing.T) {
+	priv, _ := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	var tick atomic.Int64
+	now := func() time.Time {
+		ts := time.Unix(0, tick.Add(1000)).UTC()
+		runtime.Gosched()
+		return ts
+	}
+	l, err := Open(Options{Path: path, Key: priv, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			writeLines(t, l, g*200, 200)
+		}()
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	var last time.Time
+	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var rec struct{ Time string }
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Time == "" {
+			continue // the checkpoint
+		}
+		at, err := time.Parse(time.RFC3339Nano, rec.Time)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at.Before(last) {
+			t.Fatalf("line %d: time %s before the line above it (%s)", i+1, at, last)
+		}
+		last = at
+	}
+}
+
+// TestBehindWhileTheWriterIsStuck: with the writer stuck (here: in its
+// clock, as on a hung disk), more than MaxBehind lines added make Behind
+// report true, so the gateway refuses requests 503 audit_unavailable; once
+// the writer moves again every line is written and Behind is false.
+func TestBehindWhileTheWriterIsStuck(t *testing.T) {
+	priv, pub := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	gate, stuck := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var lp atomic.Pointer[Log]
+	now := func() time.Time {
+		// Add reads the clock holding l.mu; the writer, after a turn
+		// that left lines unsigned, without it: that call blocks until
+		// the gate opens.
+		if l := lp.Load(); l != nil && l.mu.TryLock() {
+			l.mu.Unlock()
+			once.Do(func() { close(stuck) })
+			<-gate
+		}
+		return time.Now()
+	}
+	l, err := Open(Options{Path: path, Key: priv, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp.Store(l)
+	writeLines(t, l, 0, 1)
+	<-stuck
+	writeLines(t, l, 1, MaxBehind)
+	if l.Behind() {
+		t.Fatalf("Behind with %d pending; want false up to MaxBehind", l.Pending())
+	}
+	writeLines(t, l, MaxBehind+1, 1)
+	if !l.Behind() {
+		t.Fatalf("not Behind with %d pending", l.Pending())
+	}
+	close(gate)
+	l.Sync()
+	if l.Behind() || l.Pending() != 0 {
+		t.Fatalf("Behind %v with %d pending after the writer caught up", l.Behind(), l.Pending())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Verify(pub, []string{path}); err != nil || r.Records != MaxBehind+2 || r.Unsigned != 0 {
+		t.Fatalf("report %+v err %v", r, err)
 	}
 }

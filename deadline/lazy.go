@@ -33,12 +33,20 @@ func (l *Lazy) Skip(t time.Time) bool {
 	if t.IsZero() || l.at.IsZero() {
 		return false
 	}
+	return l.skipAt(t, Mono())
+}
+
+// skipAt is Skip with now read from the Mono clock by the caller.
+func (l *Lazy) skipAt(t time.Time, now int64) bool {
+	if t.IsZero() || l.at.IsZero() {
+		return false
+	}
 	late := t.Sub(l.at) // how much later t is than the armed deadline
 	if late < 0 {
 		return false
 	}
-	lead := time.Duration(l.mono - Mono()) // left until the armed one fires
-	return lead > 0 && late <= lead/63     // not 63*late: a far deadline would overflow
+	lead := time.Duration(l.mono - now) // left until the armed one fires
+	return lead > 0 && late <= lead/63  // not 63*late: a far deadline would overflow
 }
 
 // Armed records that t is now armed.
@@ -70,6 +78,20 @@ func (l *Lazy) Set(t time.Time, arm func(time.Time) error) error {
 	if l.Skip(t) {
 		return nil
 	}
+	return l.arm(t, arm)
+}
+
+// SetAt is Set for a caller that has just read the Mono clock (now): a
+// request that sets several deadlines reads it once. A now older than the
+// present by microseconds only matters for a deadline microseconds away.
+func (l *Lazy) SetAt(t time.Time, now int64, arm func(time.Time) error) error {
+	if l.skipAt(t, now) {
+		return nil
+	}
+	return l.arm(t, arm)
+}
+
+func (l *Lazy) arm(t time.Time, arm func(time.Time) error) error {
 	if err := arm(t); err != nil {
 		l.Forget()
 		return err

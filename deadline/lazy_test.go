@@ -90,3 +90,33 @@ func TestOnMono(t *testing.T) {
 		}
 	}
 }
+
+// SetAt decides with the caller's clock reading as Set does with its own:
+// the same deadline is left armed, an earlier one and one past the margin
+// are armed, and a reading past the armed deadline (it fired) re-arms.
+func TestLazySetAt(t *testing.T) {
+	var l Lazy
+	armed := 0
+	arm := func(time.Time) error { armed++; return nil }
+	now := Mono()
+	at := time.Now().Add(time.Minute)
+	for i, c := range []struct {
+		t    time.Time
+		now  int64
+		arms bool
+	}{
+		{at, now, true}, // nothing armed yet
+		{at.Add(100 * time.Millisecond), now, false},                // within 1/64 of a minute
+		{at.Add(-time.Millisecond), now, true},                      // earlier
+		{at.Add(2 * time.Second), now, true},                        // past the margin
+		{at.Add(2 * time.Second), now + int64(2*time.Minute), true}, // the armed one has fired
+	} {
+		before := armed
+		if err := l.SetAt(c.t, c.now, arm); err != nil {
+			t.Fatal(err)
+		}
+		if got := armed > before; got != c.arms {
+			t.Errorf("case %d: armed = %v, want %v", i, got, c.arms)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -345,5 +346,52 @@ func TestAuthMessagesEnvelope(t *testing.T) {
 	}
 	if got := calls(ms); got != [3]int64{} {
 		t.Errorf("upstream calls %v", got)
+	}
+}
+
+// TestAuthCarriedCheckFollowsReload: the key check HeaderReceived made
+// before the body is carried to the handler only for the State it was made
+// on: a key a reload revokes while the request's body is in flight is
+// refused, whether the body is streamed to the handler or read whole before
+// it (server.reduce_memory_usage).
+func TestAuthCarriedCheckFollowsReload(t *testing.T) {
+	revoked := strings.Replace(authYAML, `    - {name: open, sha256: "`+strings.ToUpper(digestOf("sy-open"))+`"}`+"\n", "", 1)
+	if revoked == authYAML {
+		t.Fatal("the open key is not in authYAML")
+	}
+	for _, reduce := range []bool{false, true} {
+		c, a, b := startMock(t, "c"), startMock(t, "a"), startMock(t, "b")
+		prefix := ""
+		if reduce {
+			prefix = "server: {reduce_memory_usage: true}\n"
+		}
+		tg := startGateway(t, prefix+authYAML, c, a, b)
+		send := func(then string) string {
+			t.Helper()
+			conn, err := netDial(tg.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			body := `{"model":"gpt-4o"}`
+			head := "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+				"x-api-key: sy-open\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+			if _, err := conn.Write([]byte(head + body[:1])); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond) // the header section is in and checked
+			tg.reload(prefix+then, c, a, b)
+			if _, err := conn.Write([]byte(body[1:])); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufioReader(conn).ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimSpace(line)
+		}
+		if got := send(revoked); got != "HTTP/1.1 401 Unauthorized" {
+			t.Errorf("reduce %v: key revoked while the body was in flight: %s; want 401", reduce, got)
+		}
 	}
 }

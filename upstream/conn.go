@@ -27,6 +27,10 @@ type trackedConn struct {
 	// check is set for the first write of every request after the first.
 	starts uint32
 	check  bool
+	// checkAt is the Mono clock reading the check uses, when the caller
+	// has just read it (roundTripGuarded: one reading for the check and
+	// both deadlines); 0: the check reads the clock.
+	checkAt int64
 	// lastRead is when the last read returned (deadline.Mono; 0: never): the
 	// end of the last answer for a connection back in the pool.
 	lastRead int64
@@ -57,6 +61,20 @@ func (c *trackedConn) SetWriteDeadline(t time.Time) error {
 	return c.wd.Set(t, c.Conn.SetWriteDeadline)
 }
 
+// monoNow reads the Mono clock (roundTripGuarded, whose deadline variable
+// hides the package).
+func monoNow() int64 { return deadline.Mono() }
+
+// setWriteDeadlineAt and setReadDeadlineAt are the deadline setters for a
+// caller that has just read the Mono clock (now; see deadline.Lazy.SetAt).
+func (c *trackedConn) setWriteDeadlineAt(t time.Time, now int64) error {
+	return c.wd.SetAt(t, now, c.Conn.SetWriteDeadline)
+}
+
+func (c *trackedConn) setReadDeadlineAt(t time.Time, now int64) error {
+	return c.rd.SetAt(t, now, c.Conn.SetReadDeadline)
+}
+
 // SetDeadline sets both.
 func (c *trackedConn) SetDeadline(t time.Time) error {
 	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
@@ -72,7 +90,12 @@ var errStaleConn = errors.New("upstream: pooled connection closed by the peer, u
 func (c *trackedConn) Write(p []byte) (int, error) {
 	if c.check {
 		c.check = false
-		if r := c.stale(deadline.Mono()); r != discardNone {
+		now := c.checkAt
+		c.checkAt = 0
+		if now == 0 {
+			now = deadline.Mono()
+		}
+		if r := c.stale(now); r != discardNone {
 			c.stats.add(r)
 			return 0, errStaleConn
 		}

@@ -518,3 +518,29 @@ func TestGoneGuardDoesNotDrainPool(t *testing.T) {
 		t.Fatalf("%d connections dialed in all, want 1: the departed call dialed a fresh one after aborting the idle one", n)
 	}
 }
+
+// The walk calls HostClient.Do and the transport alone applies the call's
+// deadline (g.deadline): a call whose deadline is not after its start fails
+// with fasthttp.ErrTimeout, as it did under DoDeadline, and sends nothing.
+func TestGuardedCallPastDeadlineSendsNothing(t *testing.T) {
+	h := newHarness(t)
+	m := h.mock("a", ok("a"))
+	ta := h.target("a", nil)
+	g := acquireGuard(nil)
+	defer g.release()
+	g.begun = time.Now()
+	g.deadline = g.begun
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	if err := (openAIAdapter{}).BuildRequest(req, &ta.Endpoint, chatCall(false), []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	req.SetUserValue(guardKey, g)
+	if err := ta.client().Do(req, resp); err != fasthttp.ErrTimeout {
+		t.Fatalf("err = %v, want fasthttp.ErrTimeout", err)
+	}
+	if n := m.calls.Load(); n != 0 {
+		t.Fatalf("the upstream got %d requests, want 0", n)
+	}
+}

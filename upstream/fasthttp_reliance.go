@@ -73,14 +73,20 @@ func (connTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 // HostClient's exported connection API), with the connection bound to g
 // while the request is written and the answer read. A streamed answer's
 // connection stays bound and held by g (holdStream) once its headers are
-// read. g.deadline is the call's deadline (what DoDeadline turned into
-// req's timeout) and g.begun when the call began, a few microseconds ago:
-// the connection wait, and the write deadline on a pooled connection, are
-// counted from it rather than from two more clock reads.
+// read. g.deadline is the call's deadline and g.begun when the call began,
+// a few microseconds ago: the connection wait, and the write deadline on a
+// pooled connection, are counted from it rather than from two more clock
+// reads.
 func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response, g *callGuard) (bool, error) {
 	deadline, begun := g.deadline, g.begun
 	if begun.IsZero() {
 		begun = time.Now() // a guard armed by hand (tests)
+	}
+	// The walk calls HostClient.Do, not DoDeadline: this is where the
+	// call's deadline applies (DoDeadline's own check, and three more clock
+	// reads to carry the same deadline in req).
+	if !begun.Before(deadline) {
+		return false, fasthttp.ErrTimeout
 	}
 	cc, err := hc.AcquireConn(deadline.Sub(begun), req.ConnectionClose())
 	if err != nil {
@@ -103,7 +109,19 @@ func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fast
 			writeDeadline = d
 		}
 	}
-	if err = conn.SetWriteDeadline(writeDeadline); err != nil {
+	// One clock reading serves the stale check of a pooled connection's
+	// first write and both deadlines' deadline.Lazy checks (three reads
+	// otherwise); a TLS connection sets its deadlines through tls.Conn.
+	plain := tc != nil && conn == net.Conn(tc)
+	var now int64
+	if plain {
+		now = monoNow()
+		tc.checkAt = now
+		err = tc.setWriteDeadlineAt(writeDeadline, now)
+	} else {
+		err = conn.SetWriteDeadline(writeDeadline)
+	}
+	if err != nil {
 		g.unbind(tc)
 		hc.CloseConn(cc)
 		return true, err
@@ -114,6 +132,9 @@ func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fast
 		err = bw.Flush()
 	}
 	hc.ReleaseWriter(bw)
+	if plain {
+		tc.checkAt = 0
+	}
 	if x, ok := err.(interface{ Timeout() bool }); ok && x.Timeout() {
 		err = fasthttp.ErrTimeout
 	}
@@ -122,7 +143,12 @@ func roundTripGuarded(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fast
 		hc.CloseConn(cc)
 		return true, err
 	}
-	if err = conn.SetReadDeadline(deadline); err != nil {
+	if plain {
+		err = tc.setReadDeadlineAt(deadline, now)
+	} else {
+		err = conn.SetReadDeadline(deadline)
+	}
+	if err != nil {
 		g.unbind(tc)
 		hc.CloseConn(cc)
 		return true, err

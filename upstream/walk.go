@@ -433,7 +433,7 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	g.deadline, g.begun = attemptDeadline, t0
 	req.SetUserValue(guardKey, g)
 	w.res.Attempts++
-	err := t.client().DoDeadline(req, resp, attemptDeadline)
+	err := t.client().Do(req, resp) // bounded by g.deadline (roundTripGuarded)
 	w.now = w.clk.now()
 	fasthttp.ReleaseRequest(req) // written: the body is not needed any more
 	// A streamed answer's connection stays bound to g (the transport bound

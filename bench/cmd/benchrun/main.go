@@ -40,6 +40,7 @@ type bench struct {
 	syErr                   string // why the Switchyard rows are skipped
 	configs                 int    // Switchyard configs written
 	proxyCPUs, sideCPUs     []int
+	allCPUs                 []int // the driver's before it pinned itself: an unpinned proxy's (see place)
 	unpinned                bool // start proxies as users deploy them (see place)
 
 	primary, secondary, streamer *proc
@@ -118,6 +119,7 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	switch o.only {
 	case "sizes":
 		b.bodySizes()
+		b.unpinnedRows()
 	case "streams":
 		b.longStreams()
 	case "features":
@@ -154,7 +156,7 @@ func (b *bench) setupPinning() {
 	allowed, err := allowedCPUs()
 	if err == nil && b.o.pin && len(allowed) >= 2 {
 		if err = pinSelf(allowed[1:2]); err == nil {
-			b.proxyCPUs, b.sideCPUs = allowed[0:1], allowed[1:2]
+			b.proxyCPUs, b.sideCPUs, b.allCPUs = allowed[0:1], allowed[1:2], allowed
 			b.method = append(b.method, fmt.Sprintf("Placement: the proxy under test (bare proxy or Switchyard) alone on CPU %d with GOMAXPROCS=1; mock upstreams and the load driver on CPU %d, each GOMAXPROCS=1 (sched_setaffinity). Every proxy gets the same single core.", allowed[0], allowed[1]))
 			return
 		}

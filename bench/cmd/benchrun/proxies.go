@@ -29,7 +29,9 @@ func (p *proxy) usage() (usage, error) { return readUsage(p.pid(), p.metrics) }
 // GOMAXPROCS=1, or, while b.unpinned, as users deploy it.
 func (b *bench) place() ([]int, []string) {
 	if b.unpinned {
-		return nil, nil
+		// Every CPU, set explicitly: with none the child would inherit the
+		// driver's own pinning (CPU 1 alone) and GOMAXPROCS=1.
+		return b.allCPUs, nil
 	}
 	return b.proxyCPUs, []string{"GOMAXPROCS=1"}
 }

@@ -240,13 +240,19 @@ func (b *bench) scenarios() {
 
 	b.featureRows()
 	b.bodySizes()
-	if b.proxyCPUs != nil { // the same pairs unpinned, as users deploy them
+	b.unpinnedRows()
+	b.longStreams()
+}
+
+// unpinnedRows runs the 74 B and 1 KB pairs again unpinned, as users deploy
+// them (when the others were pinned).
+func (b *bench) unpinnedRows() {
+	if b.proxyCPUs != nil {
 		b.unpinned = true
 		b.sizeGroup(0, " (unpinned)")
 		b.sizeGroup(1<<10, " (unpinned)")
 		b.unpinned = false
 	}
-	b.longStreams()
 }
 
 // manyRulesBody is the chat body naming the last of n rules' model (n <= 1:
