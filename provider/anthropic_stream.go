@@ -2,7 +2,6 @@ package provider
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"strings"
 
@@ -20,8 +19,11 @@ func (anthropicAdapter) NewStream(c *Call) StreamDecoder {
 // it). Not safe for concurrent use.
 type anthropicStream struct {
 	chatStream
-	sse   sseReader
-	usage usage
+	// raw is the upstream event being translated, as readEvent read it
+	// (bounded by MaxSSEEvent); scratch its data when it has several data
+	// lines. Both are kept for the next event.
+	raw, scratch []byte
+	usage        usage
 }
 
 // Next implements StreamDecoder.
@@ -31,13 +33,18 @@ func (d *anthropicStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 	}
 	start := len(dst)
 	for {
-		data, err := d.sse.next(r)
+		// The SSE relays' reader: the event's data is its data lines
+		// joined; an event the input ends in (no blank line after it) is
+		// not dispatched, so a stream cut there is truncated.
+		raw, ev, err := readEvent(d.raw[:0], r, router.SurfaceChat)
+		d.raw = raw
 		if err == io.EOF {
 			return dst, truncatedStream()
 		}
 		if err != nil {
 			return dst, err
 		}
+		data := ev.data(raw, &d.scratch)
 		dst, err = d.withRole(dst, start, func(dst []byte) ([]byte, error) { return d.event(dst, data) })
 		if err != nil || len(dst) > start {
 			return dst, err
@@ -115,94 +122,4 @@ func (d *anthropicStream) event(dst, data []byte) ([]byte, error) {
 	// ping, content_block_stop, thinking blocks and event types added
 	// after this adapter was written produce nothing.
 	return dst, nil
-}
-
-// sseReader splits a text/event-stream into events and returns each
-// event's data (data lines joined by "\n"). Other fields are ignored: the
-// providers repeat the event name inside the data. An event (all its lines,
-// comments included, up to its blank line) is bounded by MaxSSEEvent, as in
-// the OpenAI-compatible relay: an upstream sending bytes with no newline, or
-// lines with no blank line, gets an oversizedEvent error after at most
-// MaxSSEEvent plus one bufio.Reader buffer of input, instead of growing line
-// or data until the process runs out of memory. Not safe for concurrent use.
-type sseReader struct {
-	line []byte // a line longer than the bufio.Reader's buffer
-	data []byte
-}
-
-// next returns the data of the next event with data. The slice is valid
-// until the next call. At the end of the input it returns io.EOF; an
-// unterminated last event is still delivered first. An event over
-// MaxSSEEvent bytes is an oversizedEvent error.
-func (s *sseReader) next(r *bufio.Reader) ([]byte, error) {
-	s.data = s.data[:0]
-	hasData := false
-	size := 0 // bytes of the current event read so far, line endings included
-	for {
-		line, n, err := s.readLine(r, MaxSSEEvent-size)
-		if err != nil {
-			if err == io.EOF && hasData {
-				return s.data, nil
-			}
-			return nil, err
-		}
-		size += n
-		if len(line) == 0 {
-			if hasData {
-				return s.data, nil
-			}
-			size = 0 // an event without data (a lone comment) is dropped
-			continue
-		}
-		if line[0] == ':' {
-			continue // comment
-		}
-		field, value := line, []byte(nil)
-		if i := bytes.IndexByte(line, ':'); i >= 0 {
-			field, value = line[:i], line[i+1:]
-			if len(value) > 0 && value[0] == ' ' {
-				value = value[1:]
-			}
-		}
-		if string(field) != "data" {
-			continue
-		}
-		// len(s.data) stays below size (each data line adds at most its
-		// own length plus the joining "\n"), so size bounds it too.
-		if hasData {
-			s.data = append(s.data, '\n')
-		}
-		s.data = append(s.data, value...)
-		hasData = true
-	}
-}
-
-// readLine returns the next line without its line ending, and the number of
-// bytes it consumed (line ending included); a final line without one is
-// returned before io.EOF. A line longer than limit bytes is an
-// oversizedEvent error, returned once at most limit plus one buffer of
-// bytes have been read.
-func (s *sseReader) readLine(r *bufio.Reader, limit int) ([]byte, int, error) {
-	s.line = s.line[:0]
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(s.line)+len(chunk) > limit {
-			return nil, 0, oversizedEvent(router.SurfaceChat)
-		}
-		if err == bufio.ErrBufferFull {
-			s.line = append(s.line, chunk...)
-			continue
-		}
-		line := chunk
-		if len(s.line) > 0 {
-			s.line = append(s.line, chunk...)
-			line = s.line
-		}
-		if err != nil && (err != io.EOF || len(line) == 0) {
-			return nil, 0, err
-		}
-		n := len(line)
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		return bytes.TrimSuffix(line, []byte("\r")), n, nil
-	}
 }

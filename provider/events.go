@@ -40,17 +40,19 @@ var (
 // Nothing later is held: a reasoning model's long silence before its first
 // output must not count against the attempt's time to first byte.
 func (d *eventDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
-	return d.next(dst, r, nil)
+	return d.next(dst, r, nil, nil)
 }
 
-// next is Next noting in u (when not nil) the usage the events report.
-func (d *eventDecoder) next(dst []byte, r *bufio.Reader, u *Usage) ([]byte, error) {
+// next is Next noting in u (when not nil) the usage the events report. An
+// event with several data lines has them joined into *scratch (nil: a new
+// buffer).
+func (d *eventDecoder) next(dst []byte, r *bufio.Reader, u *Usage, scratch *[]byte) ([]byte, error) {
 	start := len(dst)
 	held := false
 	for {
 		var name, data []byte
 		var err error
-		dst, name, data, err = d.read(dst, r)
+		dst, name, data, err = d.read(dst, r, scratch)
 		if err != nil {
 			return dst[:start], err
 		}
@@ -68,8 +70,9 @@ func (d *eventDecoder) next(dst []byte, r *bufio.Reader, u *Usage) ([]byte, erro
 }
 
 // read appends the next event with data (all its lines, byte for byte) to
-// dst and returns its name and first data payload, which view dst.
-func (d *eventDecoder) read(dst []byte, r *bufio.Reader) (out, name, data []byte, err error) {
+// dst and returns its name and its data (its data lines joined, as the
+// client reads them), which view dst or *scratch.
+func (d *eventDecoder) read(dst []byte, r *bufio.Reader, scratch *[]byte) (out, name, data []byte, err error) {
 	dst, ev, err := readEvent(dst, r, d.surface)
 	if err != nil {
 		if err == io.EOF {
@@ -81,12 +84,13 @@ func (d *eventDecoder) read(dst []byte, r *bufio.Reader) (out, name, data []byte
 	if ev.nameAt >= 0 {
 		name = dst[ev.nameAt:ev.nameEnd]
 	}
+	data = ev.data(dst, scratch)
 	if len(name) == 0 {
 		// An upstream that does not name its events: the APIs repeat the
 		// name as the data's "type". Slow path.
-		name = dataType(dst[ev.dataAt:ev.dataEnd])
+		name = dataType(data)
 	}
-	return dst, name, dst[ev.dataAt:ev.dataEnd], nil
+	return dst, name, data, nil
 }
 
 // opening reports whether an event named name is held back: it opens a

@@ -12,8 +12,9 @@ import (
 // eventDecoder plus the usage the stream reported, for the token metrics.
 // Not safe for concurrent use.
 type eventStream struct {
-	d     *eventDecoder
-	usage Usage
+	d       *eventDecoder
+	usage   Usage
+	scratch []byte // the joined data of an event with several data lines
 }
 
 // newEventStream returns a per-stream decoder over d.
@@ -21,7 +22,7 @@ func newEventStream(d *eventDecoder) StreamDecoder { return &eventStream{d: d} }
 
 // Next implements StreamDecoder.
 func (s *eventStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
-	return s.d.next(dst, r, &s.usage)
+	return s.d.next(dst, r, &s.usage, &s.scratch)
 }
 
 // Usage implements UsageReporter.

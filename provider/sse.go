@@ -25,6 +25,8 @@ type SSEDecoder struct {
 	// sent when the client asked stream_options.include_usage; vLLM's
 	// continuous usage stats put the running total in every chunk).
 	usage Usage
+	// scratch holds the data of an event with several data lines, joined.
+	scratch []byte
 }
 
 // Usage implements UsageReporter.
@@ -81,7 +83,9 @@ func (d *SSEDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 		}
 		return dst, err
 	}
-	payload := dst[ev.dataAt:ev.dataEnd]
+	// The data as the client's SSE parser reads it (several data lines
+	// joined), so that the gateway and the client see the same event.
+	payload := ev.data(dst, &d.scratch)
 	if bytes.HasPrefix(payload, byteconv.Bytes(doneData)) && len(bytes.TrimSpace(payload)) == len(doneData) {
 		return append(dst[:ev.start], doneFrame...), io.EOF
 	}
@@ -97,20 +101,65 @@ func (d *SSEDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 }
 
 // sseEvent locates one SSE event that readEvent appended to dst: the event
-// (all its lines) is dst[start:], its first data payload
+// (all its lines) is dst[start:], the value of its first data line
 // dst[dataAt:dataEnd], its event name dst[nameAt:nameEnd] (nameAt < 0:
-// none).
+// none). dataLines counts its data lines; its data, as a client's SSE
+// parser reads it, is what data returns.
 type sseEvent struct {
 	start, dataAt, dataEnd, nameAt, nameEnd int
+	dataLines                               int
 }
 
-// readEvent is the one SSE reader of the relaying decoders: it appends the
+// data returns the event's data, the values of its data lines joined by
+// "\n", as the SSE spec (and so the client's parser) reads it. An event
+// with one data line (the common case) is read in place, dst[dataAt:
+// dataEnd], without a copy; several lines are joined into *scratch (grown
+// as needed and kept for the next event; nil scratch: a new buffer). dst
+// is the buffer readEvent filled; the result is valid until either
+// changes.
+func (ev *sseEvent) data(dst []byte, scratch *[]byte) []byte {
+	if ev.dataLines <= 1 {
+		return dst[ev.dataAt:ev.dataEnd]
+	}
+	var buf []byte
+	if scratch != nil {
+		buf = (*scratch)[:0]
+	}
+	buf = append(buf, dst[ev.dataAt:ev.dataEnd]...)
+	// The lines after the first data line; each ends with '\n' (the
+	// event's own blank line last).
+	rest := dst[ev.dataEnd:]
+	rest = rest[bytes.IndexByte(rest, '\n')+1:]
+	for len(rest) > 0 {
+		n := bytes.IndexByte(rest, '\n') + 1
+		if n == 0 {
+			n = len(rest)
+		}
+		line := rest[:n]
+		rest = rest[n:]
+		if at, ok := dataField(line); ok {
+			at, end := fieldValue(line, at)
+			buf = append(buf, '\n')
+			buf = append(buf, line[at:end]...)
+		}
+	}
+	if scratch != nil {
+		*scratch = buf
+	}
+	return buf
+}
+
+// readEvent is the one SSE reader of the stream decoders: it appends the
 // next event that has a data line to dst, byte for byte (line endings
-// included), and locates it. Events without a data line (comments such as
-// ": keep-alive", or a lone "event:" line) are dropped. An event over
-// MaxSSEEvent bytes is an oversizedEvent error in surface s's envelope;
-// the end of the input before an event's blank line is io.EOF; any other
-// read error is returned as is. On an error dst comes back as it was.
+// included), and locates it. The data field follows the SSE spec: a line
+// "data" without a colon is a data line with an empty value, and an event
+// may have several data lines (sseEvent.data joins them). Events without
+// a data line (comments such as ": keep-alive", or a lone "event:" line)
+// are dropped. An event over MaxSSEEvent bytes is an oversizedEvent error
+// in surface s's envelope; the end of the input before an event's blank
+// line is io.EOF (the spec: an incomplete event is not dispatched); any
+// other read error is returned as is. On an error dst comes back as it
+// was.
 func readEvent(dst []byte, r *bufio.Reader, s router.Surface) ([]byte, sseEvent, error) {
 	ev := sseEvent{start: len(dst), dataAt: -1, dataEnd: -1, nameAt: -1, nameEnd: -1}
 	for {
@@ -133,20 +182,39 @@ func readEvent(dst []byte, r *bufio.Reader, s router.Surface) ([]byte, sseEvent,
 		line := dst[lineStart:]
 		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') {
 			// Blank line: end of event.
-			if ev.dataAt < 0 {
+			if ev.dataLines == 0 {
 				dst = dst[:ev.start] // no data: drop it
 				ev.nameAt, ev.nameEnd = -1, -1
 				continue
 			}
 			return dst, ev, nil
 		}
-		switch {
-		case ev.dataAt < 0 && bytes.HasPrefix(line, sseDataField):
-			ev.dataAt, ev.dataEnd = fieldValue(dst, lineStart+len(sseDataField))
-		case ev.nameAt < 0 && bytes.HasPrefix(line, sseEventField):
+		if at, ok := dataField(line); ok {
+			if ev.dataLines == 0 {
+				ev.dataAt, ev.dataEnd = fieldValue(dst, lineStart+at)
+			}
+			ev.dataLines++
+		} else if ev.nameAt < 0 && bytes.HasPrefix(line, sseEventField) {
 			ev.nameAt, ev.nameEnd = fieldValue(dst, lineStart+len(sseEventField))
 		}
 	}
+}
+
+// dataField reports whether line (with its line ending) is a data field,
+// "data:" and its value or a bare "data", and where in line its value
+// starts (before fieldValue cuts its leading space).
+func dataField(line []byte) (at int, ok bool) {
+	if bytes.HasPrefix(line, sseDataField) {
+		return len(sseDataField), true
+	}
+	name := sseDataField[:len(sseDataField)-1]
+	if bytes.HasPrefix(line, name) {
+		rest := line[len(name):]
+		if len(rest) == 0 || rest[0] == '\n' || (rest[0] == '\r' && (len(rest) == 1 || rest[1] == '\n')) {
+			return len(name), true
+		}
+	}
+	return 0, false
 }
 
 // fieldValue returns the value of the field whose line, the last in dst,

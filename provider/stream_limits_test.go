@@ -96,8 +96,8 @@ const (
 
 // An Anthropic upstream that never ends an event (no newline at all, data
 // lines with no blank line, comments with no blank line) is cut at
-// MaxSSEEvent as a transport failure: the reader neither reads the whole
-// flood nor grows its line or data buffers past the bound.
+// MaxSSEEvent as a transport failure: the decoder neither reads the whole
+// flood nor grows its event or data buffers past the bound.
 func TestAnthropicStreamOversizedEvent(t *testing.T) {
 	cases := []struct {
 		name            string
@@ -127,9 +127,9 @@ func TestAnthropicStreamOversizedEvent(t *testing.T) {
 				if limit := int64(len(c.prefix) + MaxSSEEvent + bufSize); src.read > limit {
 					t.Fatalf("read %d bytes of the flood, want at most %d", src.read, limit)
 				}
-				s := &dec.(*anthropicStream).sse
-				if held := cap(s.line) + cap(s.data); held > 2*MaxSSEEvent {
-					t.Fatalf("reader holds %d bytes of buffers", held)
+				d := dec.(*anthropicStream)
+				if held := cap(d.raw) + cap(d.scratch); held > 2*MaxSSEEvent {
+					t.Fatalf("decoder holds %d bytes of buffers", held)
 				}
 			})
 		}
