@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/switchyard/switchyard/provider/providertest"
 )
 
 // Whatever a Responses or Messages upstream streams, the named-event relay
@@ -14,11 +16,11 @@ import (
 // io.EOF or an error with an envelope, never a panic or a hang.
 // go test runs the seeds.
 func FuzzEventDecoder(f *testing.F) {
-	f.Add([]byte(msgStart + msgPing + msgDelta + msgStop))
-	f.Add([]byte(msgStart + anthropicErrorEvent("overloaded_error", "x")))
-	f.Add([]byte(respCreated + respDelta + respCompleted))
-	f.Add([]byte(respFailed("server_error")))
-	f.Add([]byte(respError("invalid_request_error", "context_length_exceeded")))
+	f.Add([]byte(providertest.MsgStart + providertest.MsgPing + providertest.MsgDelta + providertest.MsgStop))
+	f.Add([]byte(providertest.MsgStart + providertest.AnthropicErrorEvent("overloaded_error", "x")))
+	f.Add([]byte(providertest.RespCreated + providertest.RespDelta + providertest.RespCompleted))
+	f.Add([]byte(providertest.RespFailed("server_error")))
+	f.Add([]byte(providertest.RespError("invalid_request_error", "context_length_exceeded")))
 	f.Add([]byte("data: {\"type\":\"message_stop\"}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("event: error\r\ndata: not json\r\n\r\n: comment\n\nevent:\ndata:\n\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {

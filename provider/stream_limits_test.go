@@ -3,16 +3,13 @@ package provider
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"io"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
-
+	"github.com/switchyard/switchyard/provider/providertest"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -161,62 +158,38 @@ func TestAnthropicStreamEventLimitBoundary(t *testing.T) {
 	}
 }
 
-// prelude returns an event-stream prelude with the given lengths and a
-// valid (or, with badCRC, a wrong) prelude CRC.
-func prelude(total, headers uint32, badCRC bool) []byte {
-	p := binary.BigEndian.AppendUint32(nil, total)
-	p = binary.BigEndian.AppendUint32(p, headers)
-	crc := crc32.ChecksumIEEE(p)
-	if badCRC {
-		crc ^= 1
-	}
-	return binary.BigEndian.AppendUint32(p, crc)
-}
+// providertest.Prelude returns an event-stream providertest.Prelude with the given lengths and a
+// valid (or, with badCRC, a wrong) providertest.Prelude CRC.
 
 func bedrockTestStream() StreamDecoder {
 	return newBedrockAdapter().NewStream(&Call{Surface: router.SurfaceChat, Stream: true,
 		Body: []byte(`{"model":"m","stream":true,"messages":[]}`), Model: []byte("m")})
 }
 
-// bedrockFrame encodes one ConverseStream event.
-func bedrockFrame(t testing.TB, eventType string, payload []byte) []byte {
-	t.Helper()
-	var m eventstream.Message
-	m.Headers.Set(":message-type", eventstream.StringValue("event"))
-	m.Headers.Set(":event-type", eventstream.StringValue(eventType))
-	m.Headers.Set(":content-type", eventstream.StringValue("application/json"))
-	m.Payload = payload
-	var buf bytes.Buffer
-	if err := eventstream.NewEncoder().Encode(&buf, m); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// A Bedrock frame prelude is checked before the event-stream decoder sees
+// A Bedrock frame providertest.Prelude is checked before the event-stream decoder sees
 // it: the decoder would otherwise trust a total length up to 4 GiB (and a
 // headers length over the total, or a total under the 16-byte minimum,
 // wraps the payload length to about 4 GiB) and read that much before the
 // message CRC could fail. Such a frame is refused at once, as a transport
 // failure, having read no more than one buffer of the source.
 func TestBedrockStreamHostilePrelude(t *testing.T) {
-	text := bedrockFrame(t, "messageStart", []byte(`{"role":"assistant"}`))
-	text = append(text, bedrockFrame(t, "contentBlockDelta", []byte(`{"contentBlockIndex":0,"delta":{"text":"Hel"}}`))...)
+	text := providertest.BedrockFrame(t, "messageStart", []byte(`{"role":"assistant"}`))
+	text = append(text, providertest.BedrockFrame(t, "contentBlockDelta", []byte(`{"contentBlockIndex":0,"delta":{"text":"Hel"}}`))...)
 	cases := []struct {
 		name      string
 		prefix    []byte
 		oversized bool // else malformed
 		frames    int
 	}{
-		{"4 GiB total", prelude(0xFFFFFFFF, 0, false), true, 0},
-		{"total just over the limit", prelude(MaxSSEEvent+1, 0, false), true, 0},
-		{"headers over the total", prelude(100, 200, false), false, 0},
-		{"headers leave no room for the message CRC", prelude(100, 85, false), false, 0},
-		{"total under the minimum", prelude(8, 0, false), false, 0},
-		{"zero total", prelude(0, 0, false), false, 0},
-		{"bad prelude CRC", prelude(0xFFFFFFFF, 0, true), false, 0},
-		{"4 GiB total after a committed frame", append(append([]byte(nil), text...), prelude(0xFFFFFFFF, 0, false)...), true, 1},
-		{"wrapped payload after a committed frame", append(append([]byte(nil), text...), prelude(64, 1000, false)...), false, 1},
+		{"4 GiB total", providertest.Prelude(0xFFFFFFFF, 0, false), true, 0},
+		{"total just over the limit", providertest.Prelude(MaxSSEEvent+1, 0, false), true, 0},
+		{"headers over the total", providertest.Prelude(100, 200, false), false, 0},
+		{"headers leave no room for the message CRC", providertest.Prelude(100, 85, false), false, 0},
+		{"total under the minimum", providertest.Prelude(8, 0, false), false, 0},
+		{"zero total", providertest.Prelude(0, 0, false), false, 0},
+		{"bad providertest.Prelude CRC", providertest.Prelude(0xFFFFFFFF, 0, true), false, 0},
+		{"4 GiB total after a committed frame", append(append([]byte(nil), text...), providertest.Prelude(0xFFFFFFFF, 0, false)...), true, 1},
+		{"wrapped payload after a committed frame", append(append([]byte(nil), text...), providertest.Prelude(64, 1000, false)...), false, 1},
 	}
 	for _, c := range cases {
 		for _, bufSize := range []int{16 << 10, 16} {
@@ -248,13 +221,13 @@ func TestBedrockStreamHostilePrelude(t *testing.T) {
 
 // A frame of exactly MaxSSEEvent bytes is decoded; the limit refuses only
 // what is over it. Short reads keep their meaning: a clean end between
-// frames after messageStop is the end of the answer, a cut prelude is a
+// frames after messageStop is the end of the answer, a cut providertest.Prelude is a
 // truncated stream.
 func TestBedrockStreamFrameLimitBoundary(t *testing.T) {
 	head, tail := `{"contentBlockIndex":0,"delta":{"text":"`, `"}}`
-	overhead := len(bedrockFrame(t, "contentBlockDelta", []byte(head+tail)))
+	overhead := len(providertest.BedrockFrame(t, "contentBlockDelta", []byte(head+tail)))
 	n := MaxSSEEvent - overhead
-	frame := bedrockFrame(t, "contentBlockDelta", []byte(head+strings.Repeat("Z", n)+tail))
+	frame := providertest.BedrockFrame(t, "contentBlockDelta", []byte(head+strings.Repeat("Z", n)+tail))
 	if len(frame) != MaxSSEEvent {
 		t.Fatalf("BUG: frame of %d bytes", len(frame))
 	}
@@ -263,8 +236,8 @@ func TestBedrockStreamFrameLimitBoundary(t *testing.T) {
 		t.Fatalf("frame at the limit: err %v, %d of %d bytes of text relayed", err, bytes.Count(out, []byte("Z")), n)
 	}
 
-	stop := bedrockFrame(t, "messageStop", []byte(`{"stopReason":"end_turn"}`))
-	in := append(bedrockFrame(t, "contentBlockDelta", []byte(`{"contentBlockIndex":0,"delta":{"text":"Hel"}}`)), stop...)
+	stop := providertest.BedrockFrame(t, "messageStop", []byte(`{"stopReason":"end_turn"}`))
+	in := append(providertest.BedrockFrame(t, "contentBlockDelta", []byte(`{"contentBlockIndex":0,"delta":{"text":"Hel"}}`)), stop...)
 	frames, err := nextAll(t, bedrockTestStream(), bufio.NewReaderSize(bytes.NewReader(in), 16), 10)
 	if err != io.EOF || len(frames) != 3 || string(frames[2]) != "data: [DONE]\n\n" {
 		t.Fatalf("clean end after messageStop: err %v frames %q", err, frames)
@@ -273,7 +246,7 @@ func TestBedrockStreamFrameLimitBoundary(t *testing.T) {
 		frames, err = nextAll(t, bedrockTestStream(), bufio.NewReaderSize(bytes.NewReader(append(append([]byte(nil), in...), stop[:cut]...)), 16), 10)
 		var se *StreamError
 		if !errors.As(err, &se) || se.Class != ClassTransport || !strings.Contains(string(se.Body), errTruncated.Error()) || len(frames) != 2 {
-			t.Fatalf("prelude cut after %d bytes: err %v frames %q", cut, err, frames)
+			t.Fatalf("providertest.Prelude cut after %d bytes: err %v frames %q", cut, err, frames)
 		}
 	}
 }

@@ -3,45 +3,19 @@ package upstream
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
-	"hash/crc32"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/provider/providertest"
 )
 
-// prelude returns an event-stream prelude with the given lengths and a
-// valid (or, with badCRC, a wrong) prelude CRC.
-func prelude(total, headers uint32, badCRC bool) []byte {
-	p := binary.BigEndian.AppendUint32(nil, total)
-	p = binary.BigEndian.AppendUint32(p, headers)
-	crc := crc32.ChecksumIEEE(p)
-	if badCRC {
-		crc ^= 1
-	}
-	return binary.BigEndian.AppendUint32(p, crc)
-}
-
-// bedrockFrame encodes one ConverseStream event.
-func bedrockFrame(t testing.TB, eventType string, payload []byte) []byte {
-	t.Helper()
-	var m eventstream.Message
-	m.Headers.Set(":message-type", eventstream.StringValue("event"))
-	m.Headers.Set(":event-type", eventstream.StringValue(eventType))
-	m.Headers.Set(":content-type", eventstream.StringValue("application/json"))
-	m.Payload = payload
-	var buf bytes.Buffer
-	if err := eventstream.NewEncoder().Encode(&buf, m); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
+// providertest.Prelude returns an event-stream providertest.Prelude with the given lengths and a
+// valid (or, with badCRC, a wrong) providertest.Prelude CRC.
 
 // flood answers with head, then pattern repeated up to floodSize bytes in
 // all, counting in written what the client accepted; then it holds the
@@ -96,8 +70,8 @@ func TestWalkOversizedUpstreamEvent(t *testing.T) {
 		ct.Timeout = attemptTimeout
 	}
 	const eventstreamType = "application/vnd.amazon.eventstream"
-	bedText := append(bedrockFrame(t, "messageStart", []byte(`{"role":"assistant"}`)),
-		bedrockFrame(t, "contentBlockDelta", []byte(`{"contentBlockIndex":0,"delta":{"text":"Hel"}}`))...)
+	bedText := append(providertest.BedrockFrame(t, "messageStart", []byte(`{"role":"assistant"}`)),
+		providertest.BedrockFrame(t, "contentBlockDelta", []byte(`{"contentBlockIndex":0,"delta":{"text":"Hel"}}`))...)
 	cases := []struct {
 		name            string
 		mod             func(*config.Target)
@@ -108,8 +82,8 @@ func TestWalkOversizedUpstreamEvent(t *testing.T) {
 	}{
 		{"anthropic no newline before commit", anth, "text/event-stream", []byte("data: "), []byte("a"), false, maxSSEEvent},
 		{"anthropic no blank line after commit", anth, "text/event-stream", []byte(anthStart + anthDelta), []byte("data: x\n"), true, maxSSEEvent},
-		{"bedrock 4 GiB frame before commit", bed, eventstreamType, prelude(0xFFFFFFFF, 0, false), []byte{0}, false, 0},
-		{"bedrock wrapped payload after commit", bed, eventstreamType, append(append([]byte(nil), bedText...), prelude(64, 1000, false)...), []byte{0}, true, 0},
+		{"bedrock 4 GiB frame before commit", bed, eventstreamType, providertest.Prelude(0xFFFFFFFF, 0, false), []byte{0}, false, 0},
+		{"bedrock wrapped payload after commit", bed, eventstreamType, append(append([]byte(nil), bedText...), providertest.Prelude(64, 1000, false)...), []byte{0}, true, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

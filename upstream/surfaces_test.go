@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/provider/providertest"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -36,33 +37,6 @@ func (h *harness) anthropicTarget(host string, mod func(*config.Target)) *Target
 			mod(ct)
 		}
 	})
-}
-
-// Messages streams as Anthropic sends them.
-var (
-	msgStart = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-x\",\"content\":[],\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"
-	msgDelta = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\n\n"
-	msgPing  = "event: ping\ndata: {\"type\": \"ping\"}\n\n"
-	msgStop  = "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
-)
-
-func anthropicErrorEvent(typ, msg string) string {
-	return "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"" + typ + "\",\"message\":\"" + msg + "\"}}\n\n"
-}
-
-// Responses streams as OpenAI sends them.
-var (
-	respCreated   = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\"}}\n\n"
-	respDelta     = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"Hello\"}\n\n"
-	respCompleted = "event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":2,\"response\":{\"id\":\"resp_1\",\"status\":\"completed\"}}\n\n"
-)
-
-func respFailed(code string) string {
-	return "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"failed\",\"error\":{\"code\":\"" + code + "\",\"message\":\"failed: " + code + "\"}}}\n\n"
-}
-
-func respError(typ, code string) string {
-	return "event: error\ndata: {\"type\":\"error\",\"sequence_number\":0,\"error\":{\"type\":\"" + typ + "\",\"code\":\"" + code + "\",\"message\":\"bad: " + code + "\",\"param\":null}}\n\n"
 }
 
 func TestMessagesPassThroughRequest(t *testing.T) {
@@ -218,13 +192,13 @@ func TestMessagesWalkErrorsAnthropicShaped(t *testing.T) {
 
 func TestMessagesStreamRelayedByteForByte(t *testing.T) {
 	h := newHarness(t)
-	m := h.mock("a", sse(0, msgStart, ": comment\n\n", msgPing, msgDelta, msgStop))
+	m := h.mock("a", sse(0, providertest.MsgStart, ": comment\n\n", providertest.MsgPing, providertest.MsgDelta, providertest.MsgStop))
 	obs := newRec()
 	rc, res := h.walk(messagesCall(true), []*Target{h.anthropicTarget("a", nil)}, 5*time.Second, obs)
 	if !res.Stream {
 		t.Fatalf("not committed: %d %s", res.Status, rc.Response.Body())
 	}
-	if got, want := streamBody(t, rc), msgStart+msgPing+msgDelta+msgStop; got != want {
+	if got, want := streamBody(t, rc), providertest.MsgStart+providertest.MsgPing+providertest.MsgDelta+providertest.MsgStop; got != want {
 		t.Errorf("stream:\n got  %q\n want %q", got, want)
 	}
 	if end := <-obs.ends; end.Class != ClassOK {
@@ -250,15 +224,15 @@ func TestMessagesStreamFirstEventError(t *testing.T) {
 	} {
 		t.Run(tc.typ+"/"+tc.msg, func(t *testing.T) {
 			h := newHarness(t)
-			h.mock("a", sse(0, anthropicErrorEvent(tc.typ, tc.msg)))
-			b := h.mock("b", sse(0, msgStart, msgStop))
+			h.mock("a", sse(0, providertest.AnthropicErrorEvent(tc.typ, tc.msg)))
+			b := h.mock("b", sse(0, providertest.MsgStart, providertest.MsgStop))
 			chain := []*Target{h.anthropicTarget("a", nil), h.anthropicTarget("b", nil)}
 			rc, res := h.walk(messagesCall(true), chain, 5*time.Second, nil)
 			if tc.failover {
 				if !res.Stream || b.calls.Load() != 1 || res.Target != chain[1] {
 					t.Fatalf("no failover: %d %s", res.Status, rc.Response.Body())
 				}
-				if got := streamBody(t, rc); got != msgStart+msgStop {
+				if got := streamBody(t, rc); got != providertest.MsgStart+providertest.MsgStop {
 					t.Errorf("stream %q", got)
 				}
 				return
@@ -279,13 +253,13 @@ func TestMessagesStreamFirstEventError(t *testing.T) {
 
 func TestMessagesStreamCutAfterCommit(t *testing.T) {
 	h := newHarness(t)
-	h.mock("a", sse(0, msgStart, msgDelta)) // ends without message_stop
+	h.mock("a", sse(0, providertest.MsgStart, providertest.MsgDelta)) // ends without message_stop
 	obs := newRec()
 	rc, res := h.walk(messagesCall(true), []*Target{h.anthropicTarget("a", nil)}, 5*time.Second, obs)
 	if !res.Stream {
 		t.Fatalf("not committed")
 	}
-	want := msgStart + msgDelta + "event: error\ndata: " +
+	want := providertest.MsgStart + providertest.MsgDelta + "event: error\ndata: " +
 		`{"type":"error","error":{"type":"api_error","message":"upstream stream ended before its last event"}}` + "\n\n"
 	if got := streamBody(t, rc); got != want {
 		t.Errorf("stream:\n got  %q\n want %q", got, want)
@@ -299,11 +273,11 @@ func TestMessagesStreamCutAfterCommit(t *testing.T) {
 // with no second error frame.
 func TestMessagesStreamLateErrorEventRelayed(t *testing.T) {
 	h := newHarness(t)
-	late := anthropicErrorEvent("overloaded_error", "Overloaded")
-	h.mock("a", sse(0, msgStart, msgDelta, late, msgStop))
+	late := providertest.AnthropicErrorEvent("overloaded_error", "Overloaded")
+	h.mock("a", sse(0, providertest.MsgStart, providertest.MsgDelta, late, providertest.MsgStop))
 	obs := newRec()
 	rc, _ := h.walk(messagesCall(true), []*Target{h.anthropicTarget("a", nil)}, 5*time.Second, obs)
-	if got := streamBody(t, rc); got != msgStart+msgDelta+late {
+	if got := streamBody(t, rc); got != providertest.MsgStart+providertest.MsgDelta+late {
 		t.Errorf("stream:\n got  %q", got)
 	}
 	if end := <-obs.ends; end.Class != ClassServer {
@@ -313,13 +287,13 @@ func TestMessagesStreamLateErrorEventRelayed(t *testing.T) {
 
 func TestResponsesStream(t *testing.T) {
 	h := newHarness(t)
-	h.mock("a", sse(0, respCreated, respDelta, respCompleted))
+	h.mock("a", sse(0, providertest.RespCreated, providertest.RespDelta, providertest.RespCompleted))
 	obs := newRec()
 	rc, res := h.walk(responsesCall(true), []*Target{h.target("a", nil)}, 5*time.Second, obs)
 	if !res.Stream {
 		t.Fatalf("not committed: %d %s", res.Status, rc.Response.Body())
 	}
-	if got := streamBody(t, rc); got != respCreated+respDelta+respCompleted {
+	if got := streamBody(t, rc); got != providertest.RespCreated+providertest.RespDelta+providertest.RespCompleted {
 		t.Errorf("stream %q", got)
 	}
 	if end := <-obs.ends; end.Class != ClassOK {
@@ -334,19 +308,19 @@ func TestResponsesStreamFirstEventError(t *testing.T) {
 		failover bool
 		body     string
 	}{
-		{"failed server_error", respFailed("server_error"), true, ""},
-		{"failed rate limit", respFailed("rate_limit_exceeded"), true, ""},
-		{"error context length", respError("invalid_request_error", "context_length_exceeded"), true, ""},
-		{"error server", respError("server_error", "server_error"), true, ""},
-		{"error invalid request", respError("invalid_request_error", "invalid_value"), false,
+		{"failed server_error", providertest.RespFailed("server_error"), true, ""},
+		{"failed rate limit", providertest.RespFailed("rate_limit_exceeded"), true, ""},
+		{"error context length", providertest.RespError("invalid_request_error", "context_length_exceeded"), true, ""},
+		{"error server", providertest.RespError("server_error", "server_error"), true, ""},
+		{"error invalid request", providertest.RespError("invalid_request_error", "invalid_value"), false,
 			`{"error":{"message":"bad: invalid_value","type":"invalid_request_error","param":null,"code":"invalid_value"}}`},
-		{"failed invalid prompt", respFailed("invalid_prompt"), false,
+		{"failed invalid prompt", providertest.RespFailed("invalid_prompt"), false,
 			`{"error":{"message":"failed: invalid_prompt","type":"invalid_request_error","param":null,"code":"invalid_prompt"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.mock("a", sse(0, tc.first))
-			b := h.mock("b", sse(0, respCreated, respCompleted))
+			b := h.mock("b", sse(0, providertest.RespCreated, providertest.RespCompleted))
 			chain := []*Target{h.target("a", nil), h.target("b", nil)}
 			rc, res := h.walk(responsesCall(true), chain, 5*time.Second, nil)
 			if tc.failover {
@@ -365,10 +339,10 @@ func TestResponsesStreamFirstEventError(t *testing.T) {
 
 func TestResponsesStreamCutAfterCommit(t *testing.T) {
 	h := newHarness(t)
-	h.mock("a", sse(0, respCreated, respDelta))
+	h.mock("a", sse(0, providertest.RespCreated, providertest.RespDelta))
 	obs := newRec()
 	rc, _ := h.walk(responsesCall(true), []*Target{h.target("a", nil)}, 5*time.Second, obs)
-	want := respCreated + respDelta + "event: error\ndata: " +
+	want := providertest.RespCreated + providertest.RespDelta + "event: error\ndata: " +
 		`{"type":"error","code":"upstream_error","message":"upstream stream ended before its last event","param":null,` +
 		`"error":{"message":"upstream stream ended before its last event","type":"upstream_error","param":null,"code":"upstream_error"}}` + "\n\n"
 	if got := streamBody(t, rc); got != want {
@@ -411,10 +385,10 @@ func TestStreamErrorAfterOpeningEventsFailsOver(t *testing.T) {
 		ok     []string
 	}{
 		{"messages", messagesCall(true), func(h *harness, host string) *Target { return h.anthropicTarget(host, nil) },
-			[]string{msgStart, msgPing, anthropicErrorEvent("overloaded_error", "Overloaded")}, []string{msgStart, msgStop}},
+			[]string{providertest.MsgStart, providertest.MsgPing, providertest.AnthropicErrorEvent("overloaded_error", "Overloaded")}, []string{providertest.MsgStart, providertest.MsgStop}},
 		{"responses", responsesCall(true), func(h *harness, host string) *Target { return h.target(host, nil) },
-			[]string{respCreated, strings.Replace(respCreated, "response.created", "response.in_progress", 2), respFailed("server_error")},
-			[]string{respCreated, respCompleted}},
+			[]string{providertest.RespCreated, strings.Replace(providertest.RespCreated, "response.created", "response.in_progress", 2), providertest.RespFailed("server_error")},
+			[]string{providertest.RespCreated, providertest.RespCompleted}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -437,15 +411,15 @@ func TestStreamErrorAfterOpeningEventsFailsOver(t *testing.T) {
 func TestStreamHoldEndsAtFirstOtherEvent(t *testing.T) {
 	h := newHarness(t)
 	cbStart := "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
-	late := anthropicErrorEvent("overloaded_error", "Overloaded")
-	h.mock("a", sse(10*time.Millisecond, msgStart, cbStart, late))
-	b := h.mock("b", sse(0, msgStart, msgStop))
+	late := providertest.AnthropicErrorEvent("overloaded_error", "Overloaded")
+	h.mock("a", sse(10*time.Millisecond, providertest.MsgStart, cbStart, late))
+	b := h.mock("b", sse(0, providertest.MsgStart, providertest.MsgStop))
 	obs := newRec()
 	rc, res := h.walk(messagesCall(true), []*Target{h.anthropicTarget("a", nil), h.anthropicTarget("b", nil)}, 5*time.Second, obs)
 	if !res.Stream || b.calls.Load() != 0 {
 		t.Fatalf("stream %v, b calls %d", res.Stream, b.calls.Load())
 	}
-	if got := streamBody(t, rc); got != msgStart+cbStart+late {
+	if got := streamBody(t, rc); got != providertest.MsgStart+cbStart+late {
 		t.Errorf("stream %q", got)
 	}
 	if end := <-obs.ends; end.Class != ClassServer {
