@@ -449,15 +449,44 @@ func (r *Redis) settle(s *Subject, res *Reservation, tokens, spend int64, refund
 const maxBatch = 512
 
 // settleCall is one settlement script call: its keys and arguments, and
-// how many queued settlements it carries.
+// how many queued settlements it carries. While a batch is built, sums
+// holds its subject's settlements added up per counter and window.
 type settleCall struct {
 	keys, args []string
 	ops        int64
+	s          *Subject
+	sums       []settleSum
+}
+
+// settleSum is the settlements of one batch for one counter (s.kinds[k])
+// reserved in window w, added up: the script then reads and writes that
+// counter once a batch, not once a settlement. Budgets add exactly; for a
+// rate, charges and refunds that happen to cancel leave the bucket as it
+// was instead of clipping a refund at a full bucket first, so the net is
+// never stricter than applying them one by one (and the server's clock
+// is the batch's, not each settlement's, either way).
+type settleSum struct {
+	k           int
+	w           int64
+	delta, full int64
+}
+
+// add adds one settlement of counter k, reserved in window w, to c.
+func (c *settleCall) add(k int, w, delta, full int64) {
+	for i := range c.sums {
+		if m := &c.sums[i]; m.k == k && m.w == w {
+			m.delta += delta
+			m.full += full
+			return
+		}
+	}
+	c.sums = append(c.sums, settleSum{k: k, w: w, delta: delta, full: full})
 }
 
 // settleLoop sends queued settlements in batches: one pipelined round trip
 // a batch, with one script call per subject in it (a subject's keys share
-// a hash slot, so this holds on Redis Cluster too). A call that fails is
+// a hash slot, so this holds on Redis Cluster too), its settlements added
+// up per counter (settleSum). A call that fails is
 // kept, with its id, and sent again once the store answers: an outage
 // loses no settlement unless the queue overflows, and none counts twice.
 func (r *Redis) settleLoop(ctx context.Context) {
@@ -507,7 +536,7 @@ func (r *Redis) settleLoop(ctx context.Context) {
 				seq++
 				c := &calls[j]
 				c.keys = append(c.keys[:0], s.redisTag+":settle:"+run+"."+strconv.FormatUint(seq, 36))
-				c.args, c.ops = c.args[:0], 0
+				c.args, c.ops, c.s, c.sums = c.args[:0], 0, s, c.sums[:0]
 			}
 			c := &calls[j]
 			c.ops++
@@ -519,10 +548,20 @@ func (r *Redis) settleLoop(ctx context.Context) {
 				if s.kinds[k].monthly() {
 					w = op.month
 				}
-				c.keys = append(c.keys, s.redisKeys[k])
-				c.args = append(c.args, s.redisArgs[3*k], s.redisArgs[3*k+1],
-					nums.str(op.delta[k]), nums.str(op.full[k]), nums.str(w))
+				c.add(k, w, op.delta[k], op.full[k])
 			}
+		}
+		for j := len(retry); j < len(calls); j++ {
+			c := &calls[j]
+			for _, m := range c.sums {
+				if m.delta == 0 && (c.s.kinds[m.k].Rate() || m.full == 0) {
+					continue // changes nothing (a budget's full counts when the window turned)
+				}
+				c.keys = append(c.keys, c.s.redisKeys[m.k])
+				c.args = append(c.args, c.s.redisArgs[3*m.k], c.s.redisArgs[3*m.k+1],
+					nums.str(m.delta), nums.str(m.full), nums.str(m.w))
+			}
+			c.s = nil // the subject may outlive its config otherwise
 		}
 		clear(batch) // drop the subjects
 		batch = batch[:0]

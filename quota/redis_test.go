@@ -389,6 +389,77 @@ func TestRedisSettlementBatched(t *testing.T) {
 	t.Logf("500 settlements in %d script calls", calls)
 }
 
+// TestRedisSettlementCoalesced: a batch's settlements of one counter are
+// added up before they reach Redis, so the script reads and writes each
+// counter once a batch, not once a settlement (each cost the server a GET
+// and a SET, the largest part of its work per request after the check).
+func TestRedisSettlementCoalesced(t *testing.T) {
+	srv := redistest.Start(t)
+	q, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {tokens_per_day: 1000000}")
+	s := p.Key("acme")
+	res, ok := check(p, "acme")
+	if !ok {
+		t.Fatal("refused")
+	}
+	waitSettled(t, q)
+	writes := func() int {
+		stats := srv.Do("INFO", "commandstats")
+		i := strings.Index(stats, "cmdstat_hset:calls=")
+		if i < 0 {
+			return 0
+		}
+		n, _ := strconv.Atoi(strings.SplitN(stats[i+len("cmdstat_hset:calls="):], ",", 2)[0])
+		return n
+	}
+	before, calls := writes(), q.Redis().settleCalls.Load()
+	used := srv.Do("HGET", "switchyard:{k:acme}:tpd", "u")
+	for range 500 {
+		c := res
+		q.Redis().settle(s, &c, c.held[TokensPerDay]+2, 0, false)
+	}
+	waitSettled(t, q)
+	calls = q.Redis().settleCalls.Load() - calls
+	if w := writes() - before; int64(w) > calls || w >= 100 {
+		t.Fatalf("500 settlements wrote the counter %d times in %d script calls; want at most once a call", w, calls)
+	}
+	u, _ := strconv.Atoi(used)
+	if got := srv.Do("HGET", "switchyard:{k:acme}:tpd", "u"); got != strconv.Itoa(u+1000) {
+		t.Fatalf("tokens used today %q; want %d (+500 × 2)", got, u+1000)
+	}
+}
+
+// TestRedisSettlementWindowsNotMerged: settlements in one batch whose
+// reservations were made in different windows (one before midnight UTC,
+// one after) are not added up: the earlier one counts its full amount in
+// the new day, the later one only its difference.
+func TestRedisSettlementWindowsNotMerged(t *testing.T) {
+	srv := redistest.Start(t)
+	q, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {tokens_per_day: 1000000}")
+	s := p.Key("acme")
+	// A store without its loop: both settlements are queued before it
+	// starts, so its first batch holds both.
+	r := newRedis(q.Redis().client, time.Second)
+	today := time.Now().UTC().Unix() / 86400
+	yesterday := Reservation{OK: true, day: today - 1}
+	yesterday.held[TokensPerDay] = 5
+	now := Reservation{OK: true, day: today}
+	now.held[TokensPerDay] = 5
+	r.settle(s, &yesterday, 10, 0, false) // full 10 counts today
+	r.settle(s, &now, 10, 0, false)       // 5 more than held
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.settleLoop(ctx)
+	for i := 0; i < 200 && r.unsent.Load() > 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if calls := r.settleCalls.Load(); calls != 1 {
+		t.Fatalf("%d script calls; want the two settlements in one", calls)
+	}
+	if got := srv.Do("HGET", "switchyard:{k:acme}:tpd", "u"); got != "15" {
+		t.Fatalf("tokens used today %q; want 15 (10 for the reservation of yesterday, 5 for today's)", got)
+	}
+}
+
 // TestRedisSettlementAfterScriptFlush: settlements sent to a server that
 // lost its scripts (restarted, or SCRIPT FLUSH) are sent again with the
 // script itself, and each counts once.
