@@ -71,14 +71,21 @@ func (b *bench) featureRows() {
 	c.row.cost = &cost{without: memory.row, minTput: targetRedisThroughput}
 	calls := map[string]int64{}
 	var redisErr error
+	var redisCPU float64 // redis-server's CPU seconds over the measured runs
 	c.around = append(c.around, func() func() {
+		if redis == nil {
+			return func() {}
+		}
 		s0, err0 := redisCommandStats(raddr)
+		u0, erru0 := readUsage(redis.pid(), "")
 		return func() {
 			s1, err1 := redisCommandStats(raddr)
+			u1, erru1 := readUsage(redis.pid(), "")
 			for k, v := range s1 {
 				calls[k] += v - s0[k]
 			}
-			redisErr = errors.Join(redisErr, err0, err1)
+			redisCPU += u1.cpu - u0.cpu
+			redisErr = errors.Join(redisErr, err0, err1, erru0, erru1)
 		}
 	})
 
@@ -104,7 +111,7 @@ func (b *bench) featureRows() {
 	if res := c.row.res; res != nil && redisErr == nil {
 		n := float64(res.Completed + res.Errors)
 		delete(calls, "info") // ours
-		c.row.extra = fmt.Sprintf("Redis commands/req: %s; added = over the memory row", perCommand(calls, n))
+		c.row.extra = fmt.Sprintf("Redis commands/req: %s; redis-server CPU/req: %.1f µs (on the driver's core); added = over the memory row", perCommand(calls, n), redisCPU/n*1e6)
 	}
 	if tracing.row.res != nil {
 		tracing.row.extra = fmt.Sprintf("OTLP exports received: %d", spans.Load())
