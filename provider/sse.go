@@ -102,9 +102,10 @@ func (d *SSEDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 
 // sseEvent locates one SSE event that readEvent appended to dst: the event
 // (all its lines) is dst[start:], the value of its first data line
-// dst[dataAt:dataEnd], its event name dst[nameAt:nameEnd] (nameAt < 0:
-// none). dataLines counts its data lines; its data, as a client's SSE
-// parser reads it, is what data returns.
+// dst[dataAt:dataEnd], its event name, the value of its last event line,
+// dst[nameAt:nameEnd] (nameAt < 0: no event line). dataLines counts its
+// data lines; its data, as a client's SSE parser reads it, is what data
+// returns.
 type sseEvent struct {
 	start, dataAt, dataEnd, nameAt, nameEnd int
 	dataLines                               int
@@ -126,15 +127,14 @@ func (ev *sseEvent) data(dst []byte, scratch *[]byte) []byte {
 		buf = (*scratch)[:0]
 	}
 	buf = append(buf, dst[ev.dataAt:ev.dataEnd]...)
-	// The lines after the first data line; each ends with '\n' (the
-	// event's own blank line last).
+	// The lines after the first data line, each ending as readEvent cut
+	// it (CRLF, LF or a lone CR; the event's own blank line last); the
+	// first data line's value ends where its line ending starts.
 	rest := dst[ev.dataEnd:]
-	rest = rest[bytes.IndexByte(rest, '\n')+1:]
+	n, _ := lineLen(rest)
+	rest = rest[n:]
 	for len(rest) > 0 {
-		n := bytes.IndexByte(rest, '\n') + 1
-		if n == 0 {
-			n = len(rest)
-		}
+		n, _ := lineLen(rest)
 		line := rest[:n]
 		rest = rest[n:]
 		if at, ok := dataField(line); ok {
@@ -151,33 +151,75 @@ func (ev *sseEvent) data(dst []byte, scratch *[]byte) []byte {
 
 // readEvent is the one SSE reader of the stream decoders: it appends the
 // next event that has a data line to dst, byte for byte (line endings
-// included), and locates it. The data field follows the SSE spec: a line
-// "data" without a colon is a data line with an empty value, and an event
-// may have several data lines (sseEvent.data joins them). Events without
-// a data line (comments such as ": keep-alive", or a lone "event:" line)
-// are dropped. An event over MaxSSEEvent bytes is an oversizedEvent error
-// in surface s's envelope; the end of the input before an event's blank
-// line is io.EOF (the spec: an incomplete event is not dispatched); any
-// other read error is returned as is. On an error dst comes back as it
-// was.
+// included), and locates it. It reads the stream as the SSE spec (and so
+// the client's parser) does:
+//
+//   - a line ends with CRLF, a lone LF or a lone CR, in any mix; a CR that
+//     is the last byte read so far ends its line at once, and an LF that
+//     then comes first in the next read is the rest of that CRLF (appended
+//     to that line, not a blank line);
+//   - a line "data" without a colon is a data line with an empty value,
+//     and an event may have several data lines (sseEvent.data joins them);
+//   - every event line sets the event name, so the last one wins; a line
+//     "event" without a colon sets it to "";
+//   - a field's name is matched whole ("datax:", "events:" are other
+//     fields, ignored).
+//
+// Events without a data line (comments such as ": keep-alive", or a lone
+// "event:" line) are dropped. An event over MaxSSEEvent bytes is an
+// oversizedEvent error in surface s's envelope; the end of the input
+// before an event's blank line is io.EOF (the spec: an incomplete event is
+// not dispatched); any other read error is returned as is. On an error dst
+// comes back as it was.
+//
+// An event whose blank line is a CR that ends the bytes read so far is
+// dispatched at once, as the client's parser does, when the line before
+// ended with a lone CR too (a stream with CR line endings: no LF follows,
+// and waiting for the next event's first byte would hold this one). After
+// a line that ended with an LF the CR is rather the first half of a CRLF
+// whose LF is on its way: readEvent waits for the next byte (as it always
+// did for a CRLF) and keeps an LF in the event, so that the relayed event
+// ends as the upstream's did. (A read error met there is left for the next
+// call, which reads again.) An LF that follows such an event anyway is a
+// blank line before the next one, dropped like any: it ends no event, and
+// the client's parser ignores it.
 func readEvent(dst []byte, r *bufio.Reader, s router.Surface) ([]byte, sseEvent, error) {
 	ev := sseEvent{start: len(dst), dataAt: -1, dataEnd: -1, nameAt: -1, nameEnd: -1}
+	// buf is what r holds, its first used bytes read into dst: lines are
+	// cut from it, and r told once (Discard) when it is all used or the
+	// event ends.
+	var buf []byte
+	used := 0
 	for {
 		lineStart := len(dst)
-		var err error
 		for {
-			var chunk []byte
-			chunk, err = r.ReadSlice('\n')
-			dst = append(dst, chunk...)
+			if used == len(buf) {
+				r.Discard(used) //nolint:errcheck // buffered
+				var err error
+				if buf, err = bufferedBytes(r); err != nil {
+					return dst[:ev.start], ev, err
+				}
+				used = 0
+			}
+			b := buf[used:]
+			if len(dst) == lineStart && b[0] == '\n' && lineStart > ev.start && dst[lineStart-1] == '\r' {
+				// The LF of a CRLF split across two reads: the end of
+				// the line before, not a line of its own.
+				dst = append(dst, '\n')
+				used++
+				lineStart++
+				continue
+			}
+			n, ended := lineLen(b)
+			dst = append(dst, b[:n]...)
+			used += n
 			if len(dst)-ev.start > MaxSSEEvent {
+				r.Discard(used) //nolint:errcheck // buffered
 				return dst[:ev.start], ev, oversizedEvent(s)
 			}
-			if err != bufio.ErrBufferFull {
+			if ended {
 				break
 			}
-		}
-		if err != nil {
-			return dst[:ev.start], ev, err
 		}
 		line := dst[lineStart:]
 		if len(line) == 1 || (len(line) == 2 && line[0] == '\r') {
@@ -187,6 +229,13 @@ func readEvent(dst []byte, r *bufio.Reader, s router.Surface) ([]byte, sseEvent,
 				ev.nameAt, ev.nameEnd = -1, -1
 				continue
 			}
+			r.Discard(used) //nolint:errcheck // buffered
+			if line[0] == '\r' && len(line) == 1 && dst[lineStart-1] == '\n' && used == len(buf) {
+				if b, err := r.Peek(1); err == nil && b[0] == '\n' {
+					dst = append(dst, '\n')
+					r.Discard(1) //nolint:errcheck // buffered
+				}
+			}
 			return dst, ev, nil
 		}
 		if at, ok := dataField(line); ok {
@@ -194,25 +243,75 @@ func readEvent(dst []byte, r *bufio.Reader, s router.Surface) ([]byte, sseEvent,
 				ev.dataAt, ev.dataEnd = fieldValue(dst, lineStart+at)
 			}
 			ev.dataLines++
-		} else if ev.nameAt < 0 && bytes.HasPrefix(line, sseEventField) {
-			ev.nameAt, ev.nameEnd = fieldValue(dst, lineStart+len(sseEventField))
+		} else if at, ok := eventField(line); ok {
+			ev.nameAt, ev.nameEnd = fieldValue(dst, lineStart+at)
 		}
 	}
+}
+
+// bufferedBytes returns the bytes r holds, reading (and waiting) for more
+// only when it holds none. They stay valid until r's next read.
+func bufferedBytes(r *bufio.Reader) ([]byte, error) {
+	if r.Buffered() == 0 {
+		if _, err := r.Peek(1); err != nil {
+			return nil, err
+		}
+	}
+	return r.Peek(r.Buffered())
+}
+
+// lineLen returns the length of the first line in b, its line ending
+// included: up to the first LF, CRLF or lone CR, the SSE spec's line
+// endings. A CR that is b's last byte ends the line (the caller deals with
+// an LF that comes after it). No line ending in b: len(b) and ended false.
+// Two vectorized searches, the CR one only over the line the LF ends; b
+// is not empty.
+func lineLen(b []byte) (n int, ended bool) {
+	// An event's blank line, without the searches.
+	if b[0] == '\n' {
+		return 1, true
+	}
+	if b[0] == '\r' && len(b) > 1 && b[1] == '\n' {
+		return 2, true
+	}
+	lf := bytes.IndexByte(b, '\n')
+	line := b
+	if lf >= 0 {
+		line = b[:lf]
+	}
+	if cr := bytes.IndexByte(line, '\r'); cr >= 0 && cr != lf-1 {
+		return cr + 1, true // a lone CR
+	}
+	if lf >= 0 {
+		return lf + 1, true
+	}
+	return len(b), false
 }
 
 // dataField reports whether line (with its line ending) is a data field,
 // "data:" and its value or a bare "data", and where in line its value
 // starts (before fieldValue cuts its leading space).
-func dataField(line []byte) (at int, ok bool) {
-	if bytes.HasPrefix(line, sseDataField) {
-		return len(sseDataField), true
+func dataField(line []byte) (at int, ok bool) { return field(line, sseDataField) }
+
+// eventField is dataField for the event field: "event:" and its value or a
+// bare "event" (an empty name).
+func eventField(line []byte) (at int, ok bool) { return field(line, sseEventField) }
+
+// field reports whether line (with its line ending, one line as lineLen
+// cuts it) is the field named name, "name:" and its value or a bare
+// "name", the whole name matched, and where in line its value starts.
+func field(line, name []byte) (at int, ok bool) {
+	if !bytes.HasPrefix(line, name) {
+		return 0, false
 	}
-	name := sseDataField[:len(sseDataField)-1]
-	if bytes.HasPrefix(line, name) {
-		rest := line[len(name):]
-		if len(rest) == 0 || rest[0] == '\n' || (rest[0] == '\r' && (len(rest) == 1 || rest[1] == '\n')) {
-			return len(name), true
-		}
+	if len(line) == len(name) {
+		return len(name), true
+	}
+	switch line[len(name)] {
+	case ':':
+		return len(name) + 1, true
+	case '\n', '\r':
+		return len(name), true
 	}
 	return 0, false
 }
@@ -230,10 +329,10 @@ func fieldValue(dst []byte, at int) (start, end int) {
 	return at, end
 }
 
-// The SSE fields the relaying decoders read.
+// The names of the SSE fields the relaying decoders read.
 var (
-	sseDataField  = []byte("data:")
-	sseEventField = []byte("event:")
+	sseDataField  = []byte("data")
+	sseEventField = []byte("event")
 )
 
 // errorEvent returns the StreamError of an SSE data payload that is an
