@@ -1,30 +1,35 @@
 package provider
 
 import (
-	"bytes"
-
 	"github.com/valyala/fastjson"
 )
 
 // CreatedResponseID returns a copy of the response id a Responses API
 // stream's first event (response.created) carries in response.id, or nil.
+// frame is the event as readEvent relayed it; its first data line is read
+// with readEvent's own line and field rules (any line ending, the exact
+// field name), so the id recorded for the key is the one the client's
+// parser reads.
 func CreatedResponseID(frame []byte) []byte {
-	i := bytes.Index(frame, []byte("data:"))
-	if i < 0 {
-		return nil
+	for len(frame) > 0 {
+		n, _ := lineLen(frame)
+		line := frame[:n]
+		frame = frame[n:]
+		at, ok := dataField(line)
+		if !ok {
+			continue
+		}
+		start, end := fieldValue(line, at)
+		var p fastjson.Parser
+		v, err := p.ParseBytes(line[start:end])
+		if err != nil {
+			return nil
+		}
+		id := v.GetStringBytes("response", "id")
+		if len(id) == 0 {
+			return nil
+		}
+		return append([]byte(nil), id...)
 	}
-	data := frame[i+len("data:"):]
-	if j := bytes.IndexByte(data, '\n'); j >= 0 {
-		data = data[:j]
-	}
-	var p fastjson.Parser
-	v, err := p.ParseBytes(bytes.TrimSpace(data))
-	if err != nil {
-		return nil
-	}
-	id := v.GetStringBytes("response", "id")
-	if len(id) == 0 {
-		return nil
-	}
-	return append([]byte(nil), id...)
+	return nil
 }
