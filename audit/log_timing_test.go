@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/switchyard/switchyard/internal/cputime"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
@@ -54,7 +55,7 @@ func BenchmarkLogTurn(b *testing.B) {
 	const batch = 400
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		l.Add(e, "3b7e9a0c4f2d")
 		if i%batch == batch-1 {
@@ -62,7 +63,7 @@ func BenchmarkLogTurn(b *testing.B) {
 		}
 	}
 	l.Sync()
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/line")
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/line")
 	b.StopTimer()
 	if err := l.Close(); err != nil {
 		b.Fatal(err)

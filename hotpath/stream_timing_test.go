@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/bench/bareproxy"
+	"github.com/switchyard/switchyard/internal/cputime"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -67,7 +68,7 @@ func benchStreams(b *testing.B, srv *fasthttp.Server, streams, events int) {
 		runtime.GC()
 		var m0 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		cpu0 := processCPU()
+		cpu0 := cputime.Process()
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		got := 0
@@ -114,7 +115,7 @@ func benchStreams(b *testing.B, srv *fasthttp.Server, streams, events int) {
 			}
 		}
 		wg.Wait()
-		cpu := processCPU() - cpu0
+		cpu := cputime.Process() - cpu0
 		if got != streams*(events+1) {
 			b.Fatalf("%d events received, want %d", got, streams*(events+1))
 		}

@@ -2,10 +2,10 @@ package quota
 
 import (
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/internal/cputime"
 	"github.com/switchyard/switchyard/quota/redistest"
 )
 
@@ -32,7 +32,7 @@ func BenchmarkRedisCheck(b *testing.B) {
 	now := time.Now()                                  // the hot path passes the time fasthttp read for the request
 	b.SetParallelism(max(64/runtime.GOMAXPROCS(0), 1)) // 64 goroutines: the bench's 64 connections
 	b.ReportAllocs()
-	srvCPU, ownCPU := srv.CPU(), processCPU()
+	srvCPU, ownCPU := srv.CPU(), cputime.Process()
 	calls, trips := q.redis.calls.Load(), q.redis.settleTrips.Load()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -53,15 +53,6 @@ func BenchmarkRedisCheck(b *testing.B) {
 	n := float64(b.N)
 	b.ReportMetric(float64(q.redis.calls.Load()-calls)/n, "checks/op")
 	b.ReportMetric(float64(q.redis.settleTrips.Load()-trips)/n, "settle-trips/op")
-	b.ReportMetric(float64((processCPU()-ownCPU).Microseconds())/n, "client-µs/op")
+	b.ReportMetric(float64((cputime.Process()-ownCPU).Microseconds())/n, "client-µs/op")
 	b.ReportMetric(float64((srv.CPU()-srvCPU).Microseconds())/n, "server-µs/op")
-}
-
-// processCPU is this process's CPU time so far, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
