@@ -16,15 +16,9 @@ import (
 // a few fields into the batch, allocates nothing once the batch's arrays
 // have grown to the size of a turn (README, Proving residency: Cost).
 func TestAddAllocatesNothing(t *testing.T) {
-	priv, _ := testKey(t)
-	l, err := Open(Options{Path: filepath.Join(t.TempDir(), "audit.jsonl"), Key: priv, Replica: "r1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	e := &telemetry.Entry{RequestID: []byte("0123456789abcdef0123456789abcdef0123"), Key: "globex-eu", Surface: router.SurfaceChat,
-		Model: []byte("gpt-4o-mini"), Rule: 3, Walked: []string{"eu", "us"}, Status: 200,
-		Steps: []telemetry.Step{{Target: euTarget, Class: upstream.ClassServer}, {Target: euTarget, Class: upstream.ClassOK}}}
+	l, e := allocLog(t)
+	e.Walked = []string{"eu", "us"}
+	e.Steps = []telemetry.Step{{Target: euTarget, Class: upstream.ClassServer}, {Target: euTarget, Class: upstream.ClassOK}}
 	// Both batches the writer alternates between have room for more than
 	// runs+1 lines (four turns, in case its ticker splits one).
 	const runs = 200
@@ -43,15 +37,7 @@ func TestAddAllocatesNothing(t *testing.T) {
 // formatting, hashing and writing its lines) allocates nothing; the one
 // allocation per run is Sync's own channel.
 func TestWriterTurnAllocatesNothing(t *testing.T) {
-	priv, _ := testKey(t)
-	l, err := Open(Options{Path: filepath.Join(t.TempDir(), "audit.jsonl"), Key: priv, Replica: "r1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	e := &telemetry.Entry{RequestID: []byte("0123456789abcdef0123456789abcdef0123"), Key: "globex-eu", Surface: router.SurfaceChat,
-		Model: []byte("gpt-4o-mini"), Rule: 3, Walked: []string{"eu"}, Status: 200,
-		Steps: []telemetry.Step{{Target: euTarget, Class: upstream.ClassOK}}}
+	l, e := allocLog(t)
 	turn := func() {
 		for range 100 {
 			l.Add(e, "abc123")
@@ -69,15 +55,7 @@ func TestWriterTurnAllocatesNothing(t *testing.T) {
 // allocations only as the batch's arrays double, not per line (a burst,
 // or a writer the machine's load delayed, keeps the request side cheap).
 func TestBatchGrowsByDoubling(t *testing.T) {
-	priv, _ := testKey(t)
-	l, err := Open(Options{Path: filepath.Join(t.TempDir(), "audit.jsonl"), Key: priv, Replica: "r1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	e := &telemetry.Entry{RequestID: []byte("0123456789abcdef0123456789abcdef0123"), Key: "globex-eu", Surface: router.SurfaceChat,
-		Model: []byte("gpt-4o-mini"), Rule: 3, Walked: []string{"eu"}, Status: 200,
-		Steps: []telemetry.Step{{Target: euTarget, Class: upstream.ClassOK}}}
+	l, e := allocLog(t)
 	const lines = 4000
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -88,4 +66,20 @@ func TestBatchGrowsByDoubling(t *testing.T) {
 	if n := after.Mallocs - before.Mallocs; n > 200 {
 		t.Fatalf("%d new lines: %d allocations; want a few per doubling of the batch", lines, n)
 	}
+}
+
+// allocLog opens a log in a temporary directory, closed when the test
+// ends, and returns it with an entry of a request that one EU member
+// answered.
+func allocLog(t *testing.T) (*Log, *telemetry.Entry) {
+	t.Helper()
+	priv, _ := testKey(t)
+	l, err := Open(Options{Path: filepath.Join(t.TempDir(), "audit.jsonl"), Key: priv, Replica: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, &telemetry.Entry{RequestID: []byte("0123456789abcdef0123456789abcdef0123"), Key: "globex-eu", Surface: router.SurfaceChat,
+		Model: []byte("gpt-4o-mini"), Rule: 3, Walked: []string{"eu"}, Status: 200,
+		Steps: []telemetry.Step{{Target: euTarget, Class: upstream.ClassOK}}}
 }
