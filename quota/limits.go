@@ -68,8 +68,8 @@ type Subject struct {
 	redisKeys []string
 	// redisTag is prefix{id}, the keys' common start; redisArgs holds, per
 	// kinds[i], the scripts' first arguments: kind (see redisKind), limit
-	// and the cost of a request (for the token kinds, a placeholder the
-	// check fills in), formatted once, not per call.
+	// and the cost of a request ("t" for the token kinds: each request's
+	// tokens follow the triples), formatted once, not per call.
 	redisTag  string
 	redisArgs []string
 	// mem and loc are this subject's counters in the memory store and in
@@ -107,7 +107,11 @@ func newSubject(name string, target bool, l *config.Limits, replicas int, prefix
 		s.local[k] = max(s.Limit[k]/int64(replicas), 1)
 		s.kinds = append(s.kinds, k)
 		s.redisKeys = append(s.redisKeys, redisKey(prefix, s.id, k))
-		s.redisArgs = append(s.redisArgs, redisKind(k), strconv.FormatInt(s.Limit[k], 10), strconv.FormatInt(cost(k, 0), 10))
+		unit := strconv.FormatInt(cost(k, 0), 10)
+		if k == TokensPerMinute || k == TokensPerDay {
+			unit = "t" // the request's tokens (see reserveSource)
+		}
+		s.redisArgs = append(s.redisArgs, redisKind(k), strconv.FormatInt(s.Limit[k], 10), unit)
 	}
 	s.redisTag = prefix + "{" + s.id + "}"
 	return s

@@ -63,57 +63,95 @@ func RedactURL(u string) string {
 	return p.Redacted()
 }
 
-// reserveScript checks and takes every limit of one subject, atomically,
-// on the server's clock. KEYS are the subject's counters; ARGV holds, per
-// key, kind (0 rate, 1 day budget, 2 month budget), limit and cost. It
-// returns {ok, denied key index, wait µs, day, month} (day and month 0
-// when the subject has no budget) and, when ok, per
-// key {held, room, reset µs}. The arithmetic is bucket.go's, in µs.
-var reserveScript = rueidis.NewLuaScript(luaClock + `
-for i = 1, #KEYS do
-  if ARGV[3*i-2] ~= '0' then calendar() break end
+// reserveSource checks and takes every limit of one subject for one or
+// more requests, atomically, on the server's clock: the requests of one
+// batch (see combiner) in their order, as if each were its own call at
+// the same instant. KEYS are the subject's counters; ARGV holds, per key,
+// kind (0 rate, 1 day budget, 2 month budget), limit and cost ('t': the
+// request's tokens), then each request's tokens. It returns {day, month}
+// (0 when the subject has no budget), then per request {1, then per key
+// held, room, reset µs} when admitted or {0, denied key index, wait µs}
+// when not. The arithmetic is bucket.go's, in µs; counters are read once
+// and written once a call.
+var reserveSource = luaClock + `
+local nk = #KEYS
+local kind, lim, base, cur, nv = {}, {}, {}, {}, {}
+for i = 1, nk do
+  kind[i] = tonumber(ARGV[3*i-2])
+  lim[i] = tonumber(ARGV[3*i-1])
+  base[i] = tonumber(ARGV[3*i]) or -1
+  if kind[i] ~= 0 and day == 0 then calendar() end
 end
-local out = {1, 0, 0, day, month}
-local newv = {}
-for i = 1, #KEYS do
-  local kind = tonumber(ARGV[3*i-2])
-  local lim = tonumber(ARGV[3*i-1])
-  local c = math.min(tonumber(ARGV[3*i]), lim)
-  if kind == 0 then
-    local tat = rate_tat(KEYS[i], lim)
+for i = 1, nk do
+  if kind[i] == 0 then
+    local tat = rate_tat(KEYS[i], lim[i])
     if tat < now then tat = now end
-    local nt = tat + math.ceil(c * W / lim)
-    if nt - now > W then return {0, i, nt - now - W, day, month} end
-    newv[i] = nt
-    out[#out+1] = c
-    out[#out+1] = math.floor((W - (nt - now)) * lim / W)
-    out[#out+1] = nt - now
+    cur[i] = tat
   else
     local w = day
-    if kind == 2 then w = month end
+    if kind[i] == 2 then w = month end
     local h = redis.call('HMGET', KEYS[i], 'w', 'u')
     local u = 0
     if tonumber(h[1]) == w then u = tonumber(h[2]) or 0 end
-    if u + c > lim or (c == 0 and u >= lim) then return {0, i, -1, day, month} end
-    newv[i] = u + c
-    out[#out+1] = c
-    out[#out+1] = lim - u - c
-    out[#out+1] = 0
+    cur[i] = u
   end
 end
-for i = 1, #KEYS do
-  local kind = tonumber(ARGV[3*i-2])
-  if kind == 0 then
-    redis.call('SET', KEYS[i], string.format(D .. ':%s', newv[i], ARGV[3*i-1]), 'PX', string.format(D, math.ceil((newv[i] - now) / 1000) + 1000))
+local out = {day, month}
+local took = false
+for j = 3*nk + 1, #ARGV do
+  local tok = tonumber(ARGV[j])
+  local deny, wait = 0, 0
+  for i = 1, nk do
+    local c = base[i]
+    if c < 0 then c = tok end
+    c = math.min(c, lim[i])
+    if kind[i] == 0 then
+      local nt = cur[i] + math.ceil(c * W / lim[i])
+      if nt - now > W then deny, wait = i, nt - now - W break end
+      nv[i] = nt
+    else
+      if cur[i] + c > lim[i] or (c == 0 and cur[i] >= lim[i]) then deny, wait = i, -1 break end
+      nv[i] = cur[i] + c
+    end
+  end
+  if deny == 0 then
+    took = true
+    out[#out+1] = 1
+    for i = 1, nk do
+      local c = base[i]
+      if c < 0 then c = tok end
+      out[#out+1] = math.min(c, lim[i])
+      cur[i] = nv[i]
+      if kind[i] == 0 then
+        out[#out+1] = math.floor((W - (nv[i] - now)) * lim[i] / W)
+        out[#out+1] = nv[i] - now
+      else
+        out[#out+1] = lim[i] - nv[i]
+        out[#out+1] = 0
+      end
+    end
   else
-    local w = day
-    if kind == 2 then w = month end
-    redis.call('HSET', KEYS[i], 'w', string.format(D, w), 'u', string.format(D, newv[i]))
-    redis.call('EXPIRE', KEYS[i], '3024000')
+    out[#out+1] = 0
+    out[#out+1] = deny
+    out[#out+1] = wait
+  end
+end
+if took then
+  for i = 1, nk do
+    if kind[i] == 0 then
+      redis.call('SET', KEYS[i], string.format(D .. ':%s', cur[i], ARGV[3*i-1]), 'PX', string.format(D, math.ceil((cur[i] - now) / 1000) + 1000))
+    else
+      local w = day
+      if kind[i] == 2 then w = month end
+      redis.call('HSET', KEYS[i], 'w', string.format(D, w), 'u', string.format(D, cur[i]))
+      redis.call('EXPIRE', KEYS[i], '3024000')
+    end
   end
 end
 return out
-`)
+`
+
+var reserveSHA = sha1Hex(reserveSource)
 
 // settleScript applies settlements, once: KEYS[1] names this call (a call
 // retried after a timeout may have been applied already, by a Redis that
@@ -164,10 +202,13 @@ return 1
 `
 
 // settleSHA is settleSource's SHA-1, for EVALSHA.
-var settleSHA = func() string {
-	sum := sha1.Sum([]byte(settleSource))
+var settleSHA = sha1Hex(settleSource)
+
+// sha1Hex is a script's SHA-1 in hex, the name EVALSHA knows it by.
+func sha1Hex(src string) string {
+	sum := sha1.Sum([]byte(src))
 	return hex.EncodeToString(sum[:])
-}()
+}
 
 // The scripts format numbers as integers (every value is a whole number
 // below 2^53) and pass strings to redis.call: Lua's own number-to-string
@@ -226,6 +267,7 @@ end
 // concurrent use.
 type Redis struct {
 	client  rueidis.Client
+	comb    combiner
 	timeout time.Duration
 	ops     chan settleOp
 	// calls counts script round trips of checks (for tests and bench).
@@ -269,60 +311,33 @@ func NewRedis(ctx context.Context, client rueidis.Client, timeout time.Duration)
 // newRedis is NewRedis without the settlement loop (start it with go
 // settleLoop once the hooks are set).
 func newRedis(client rueidis.Client, timeout time.Duration) *Redis {
-	return &Redis{client: client, timeout: timeout, ops: make(chan settleOp, 1<<16)}
+	return &Redis{client: client, comb: combiner{client: client, timeout: timeout}, timeout: timeout, ops: make(chan settleOp, 1<<16)}
 }
 
 // Calls returns how many check round trips the store made.
 func (r *Redis) Calls() int64 { return r.calls.Load() }
 
-// reserve checks and takes s's limits; an error is a store failure. Its
-// allocations are rueidis's reply and the token count's text (none below
-// 100 tokens): the arguments are the subject's, prepared when the plan was
-// built, in an array on the stack, and the deadline is a pooled callCtx.
+// reserve checks and takes s's limits; an error is a store failure. The
+// check goes out with the others that arrive with it (combiner). Its
+// allocations are rueidis's reply (none below 100 tokens otherwise): the
+// arguments are the subject's, prepared when the plan was built, and the
+// batch and its deadline are pooled.
 func (r *Redis) reserve(s *Subject, tokens int64, now time.Time, res *Reservation) error {
-	var buf [3 * NumKinds]string
-	args := buf[:copy(buf[:], s.redisArgs)]
-	var tok string // tokens_per_minute and tokens_per_day take the same
-	for i, k := range s.kinds {
-		if k == TokensPerMinute || k == TokensPerDay {
-			if tok == "" {
-				tok = strconv.FormatInt(tokens, 10)
-			}
-			args[3*i+2] = tok
-		}
-	}
-	ctx := getCallCtx(r.timeout)
 	t0 := time.Now()
 	r.calls.Add(1)
-	resp := reserveScript.Exec(ctx, r.client, s.redisKeys, args)
+	a, err := r.comb.check(s, tokens)
 	if r.observe != nil {
 		r.observe(time.Since(t0))
 	}
-	if resp.NonRedisError() == nil {
-		ctx.release() // the call is over: rueidis holds the context no more
-	}
-	arr, err := resp.ToArray()
 	if err != nil {
 		return err
 	}
-	var vbuf [5 + 3*NumKinds]int64
-	if len(arr) > len(vbuf) {
-		return errors.New("quota: bad reply from the reserve script")
-	}
-	vals := vbuf[:len(arr)]
-	for i := range arr {
-		if vals[i], err = arr[i].AsInt64(); err != nil {
-			return err
-		}
-	}
-	if len(vals) < 5 {
-		return errors.New("quota: short reply from the reserve script")
-	}
-	res.day, res.month = vals[3], vals[4]
+	vals := a.vals[:a.n]
+	res.day, res.month = a.day, a.month
 	if vals[0] != 1 {
 		i := int(vals[1]) - 1
 		if i < 0 || i >= len(s.kinds) {
-			return errors.New("quota: bad reply from the reserve script")
+			return errBadReply
 		}
 		k := s.kinds[i]
 		wait := time.Duration(vals[2]) * time.Microsecond
@@ -339,11 +354,8 @@ func (r *Redis) reserve(s *Subject, tokens int64, now time.Time, res *Reservatio
 		res.deny(k, wait)
 		return nil
 	}
-	if len(vals) != 5+3*len(s.kinds) {
-		return errors.New("quota: bad reply from the reserve script")
-	}
 	for i, k := range s.kinds {
-		v := vals[5+3*i:]
+		v := vals[1+3*i:]
 		res.held[k] = v[0]
 		if k.Rate() {
 			res.Remaining[k], res.Reset[k] = v[1], time.Duration(v[2])*time.Microsecond
@@ -602,33 +614,14 @@ func (r *Redis) settleLoop(ctx context.Context) {
 	}
 }
 
-// execSettle sends calls as one pipeline of EVALSHA, and those the server
-// does not know the script for (a restarted or flushed Redis) again as
-// EVAL, which loads it. A settlement call that failed with NOSCRIPT did
-// not run, so sending it again cannot count it twice.
+// execSettle sends calls as one pipeline (see runScripts).
 func (r *Redis) execSettle(ctx context.Context, calls []settleCall) []rueidis.RedisResult {
-	b := r.client.B()
-	cmds := make(rueidis.Commands, len(calls))
+	sc := make([]scriptCall, len(calls))
 	for i, c := range calls {
-		cmds[i] = b.Evalsha().Sha1(settleSHA).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
+		sc[i] = scriptCall{keys: c.keys, args: c.args}
 	}
-	results := r.client.DoMulti(ctx, cmds...)
 	r.settleTrips.Add(1)
-	var again []int
-	for i, res := range results {
-		if re, ok := rueidis.IsRedisErr(res.Error()); ok && re.IsNoScript() {
-			c := calls[i]
-			again = append(again, i)
-			cmds[len(again)-1] = b.Eval().Script(settleSource).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
-		}
-	}
-	if len(again) > 0 {
-		r.settleTrips.Add(1)
-		for j, res := range r.client.DoMulti(ctx, cmds[:len(again)]...) {
-			results[again[j]] = res
-		}
-	}
-	return results
+	return runScripts(ctx, r.client, settleSHA, settleSource, sc, nil)
 }
 
 // numArena formats integers for the settlement loop's commands into one
