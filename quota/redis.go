@@ -457,8 +457,12 @@ func (r *Redis) settle(s *Subject, res *Reservation, tokens, spend int64, refund
 	}
 }
 
-// maxBatch bounds the settlements sent in one round trip.
-const maxBatch = 512
+// maxBatch bounds the settlements sent in one round trip; settleLinger is
+// how long the first one of a batch waits for others.
+const (
+	maxBatch     = 512
+	settleLinger = 5 * time.Millisecond
+)
 
 // settleCall is one settlement script call: its keys and arguments, and
 // how many queued settlements it carries. While a batch is built, sums
@@ -503,14 +507,16 @@ func (c *settleCall) add(k int, w, delta, full int64) {
 // loses no settlement unless the queue overflows, and none counts twice.
 func (r *Redis) settleLoop(ctx context.Context) {
 	var (
-		retry []settleCall // failed calls, ids kept
-		calls []settleCall
-		batch []settleOp
-		at    = map[*Subject]int{}
-		nums  numArena
-		seq   uint64
-		run   = strconv.FormatInt(time.Now().UnixNano(), 36) // ids unique across restarts
+		retry  []settleCall // failed calls, ids kept
+		calls  []settleCall
+		batch  []settleOp
+		at     = map[*Subject]int{}
+		nums   numArena
+		seq    uint64
+		run    = strconv.FormatInt(time.Now().UnixNano(), 36) // ids unique across restarts
+		linger = time.NewTimer(time.Hour)
 	)
+	defer linger.Stop()
 	for {
 		if len(retry) == 0 && len(batch) == 0 {
 			select {
@@ -518,6 +524,15 @@ func (r *Redis) settleLoop(ctx context.Context) {
 				return
 			case op := <-r.ops:
 				batch = append(batch, op)
+			}
+			// Let the batch gather for a moment: a settlement is off the
+			// request path, and every call costs Redis a script run and
+			// a key kept 120 s.
+			linger.Reset(settleLinger)
+			select {
+			case <-ctx.Done():
+				return
+			case <-linger.C:
 			}
 		}
 	fill:

@@ -396,6 +396,35 @@ func TestRedisSettlementBatched(t *testing.T) {
 	t.Logf("500 settlements in %d script calls", calls)
 }
 
+// TestRedisSettlementLingers: settlements that trickle in (one every
+// 200 µs, as requests end) are gathered for settleLinger before a batch
+// goes out, so Redis runs one settlement script a linger, not one a
+// round trip: each call also leaves a key for 120 s (its id), and at
+// thousands of requests a second those calls were most of what the
+// server did besides the checks.
+func TestRedisSettlementLingers(t *testing.T) {
+	srv := redistest.Start(t)
+	q, p, _ := redisQuotas(t, srv.URL(), "", "      limits: {tokens_per_day: 1000000}")
+	s := p.Key("acme")
+	res, _ := check(p, "acme")
+	waitSettled(t, q)
+	before := q.Redis().settleCalls.Load()
+	t0 := time.Now()
+	const n = 200
+	for range n {
+		c := res
+		q.Redis().settle(s, &c, c.held[TokensPerDay]+1, 0, false)
+		time.Sleep(200 * time.Microsecond)
+	}
+	elapsed := time.Since(t0)
+	waitSettled(t, q)
+	calls := q.Redis().settleCalls.Load() - before
+	if most := int64(elapsed/settleLinger) + 2; calls > most {
+		t.Fatalf("%d settlement calls for %d settlements over %s; want at most one a linger (%s): %d", calls, n, elapsed, settleLinger, most)
+	}
+	t.Logf("%d settlements over %s in %d calls", n, elapsed.Round(time.Millisecond), calls)
+}
+
 // TestRedisSettlementWindowsNotMerged: settlements in one batch whose
 // reservations were made in different windows (one before midnight UTC,
 // one after) are not added up: the earlier one counts its full amount in
