@@ -111,7 +111,9 @@ func (b *bench) featureRows() {
 	if res := c.row.res; res != nil && redisErr == nil {
 		n := float64(res.Completed + res.Errors)
 		delete(calls, "info") // ours
-		c.row.extra = fmt.Sprintf("Redis commands/req: %s; redis-server CPU/req: %.1f µs (on the driver's core); added = over the memory row", perCommand(calls, n), redisCPU/n*1e6)
+		reads := calls[readsStat]
+		delete(calls, readsStat)
+		c.row.extra = fmt.Sprintf("Redis commands/req: %s; socket reads by redis-server/req: %.2f; redis-server CPU/req: %.1f µs (on the driver's core); added = over the memory row", perCommand(calls, n), float64(reads)/n, redisCPU/n*1e6)
 	}
 	if tracing.row.res != nil {
 		tracing.row.extra = fmt.Sprintf("OTLP exports received: %d", spans.Load())
@@ -122,8 +124,9 @@ func (b *bench) featureRows() {
 }
 
 // perCommand is "7.24 (get 3.00, set 2.19, ...)": commands per request,
-// in all and by command, most first. Commands a script runs count too, so
-// evalsha is the round trips.
+// in all and by command, most first. Commands a script runs count too;
+// evalsha is the script calls (the gateway sends the checks that arrive
+// together as one call per key, so fewer than one a request).
 func perCommand(calls map[string]int64, n float64) string {
 	var names []string
 	var sum int64
@@ -166,7 +169,13 @@ func (b *bench) startRedis() (*proc, error) {
 	return nil, fmt.Errorf("redis-server not answering on %s: %v %s", addr, err, p.lastLines(3))
 }
 
-// redisCommandStats is the calls of each command (INFO commandstats).
+// readsStat is the entry of redisCommandStats that holds the server's
+// socket reads (INFO stats total_reads_processed): a read carries what a
+// client wrote together.
+const readsStat = "(reads)"
+
+// redisCommandStats is the calls of each command (INFO commandstats) and,
+// as readsStat, the socket reads.
 func redisCommandStats(addr string) (map[string]int64, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -174,7 +183,7 @@ func redisCommandStats(addr string) (map[string]int64, error) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("INFO commandstats\r\n")); err != nil {
+	if _, err := c.Write([]byte("INFO stats commandstats\r\n")); err != nil {
 		return nil, err
 	}
 	r := bufio.NewReader(c)
@@ -193,6 +202,9 @@ func redisCommandStats(addr string) (map[string]int64, error) {
 			name, rest, _ := strings.Cut(rest, ":calls=")
 			v, _, _ := strings.Cut(rest, ",")
 			stats[name], _ = strconv.ParseInt(v, 10, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "total_reads_processed:"); ok {
+			stats[readsStat], _ = strconv.ParseInt(v, 10, 64)
 		}
 	}
 	return stats, nil
