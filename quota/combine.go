@@ -11,8 +11,12 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// maxCombined bounds the checks one batch carries.
-const maxCombined = 64
+// maxCombined bounds the checks one batch carries; maxInflight the
+// batches out at once (per store).
+const (
+	maxCombined = 64
+	maxInflight = 2
+)
 
 // combiner sends the checks of requests that reach the store together in
 // one write, with one script call per subject for all of that subject's
@@ -32,8 +36,9 @@ type combiner struct {
 	client  rueidis.Client
 	timeout time.Duration
 
-	mu   sync.Mutex
-	open *batch // the batch taking members; nil when none is
+	mu    sync.Mutex
+	open  *batch        // the batch taking members; nil when none is
+	slots chan struct{} // one per batch out
 
 	// batches counts batches sent, scripts their script calls.
 	batches, scripts atomic.Int64
@@ -81,6 +86,10 @@ type batch struct {
 	refs atomic.Int32
 }
 
+func newCombiner(client rueidis.Client, timeout time.Duration) combiner {
+	return combiner{client: client, timeout: timeout, slots: make(chan struct{}, maxInflight)}
+}
+
 var batches = sync.Pool{New: func() any {
 	return &batch{members: make([]member, 0, maxCombined), done: make(chan struct{}, maxCombined)}
 }}
@@ -108,10 +117,20 @@ func (c *combiner) check(s *Subject, tokens int64) (answer, error) {
 	return b.take(i)
 }
 
-// lead lets the checks already on their way join b, closes it, sends it
-// and wakes its members.
+// lead lets the checks already on their way join b, waits for a free
+// slot (at most maxInflight batches are out at once, so while Redis is
+// slow the next batch keeps taking members instead of going out small),
+// closes b, sends it and wakes its members. The deadline counts from
+// before the wait: no check waits past the store's timeout in all.
 func (c *combiner) lead(b *batch) {
 	runtime.Gosched()
+	ctx := getCallCtx(c.timeout)
+	var err error
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
 	c.mu.Lock()
 	if c.open == b {
 		c.open = nil
@@ -119,7 +138,14 @@ func (c *combiner) lead(b *batch) {
 	c.mu.Unlock()
 	// Closed: members is final.
 	b.refs.Store(int32(len(b.members)))
-	c.send(b)
+	if err == nil {
+		c.send(b, ctx)
+		<-c.slots
+	} else {
+		for i := range b.members {
+			b.members[i].err = err
+		}
+	}
 	for range len(b.members) - 1 {
 		b.done <- struct{}{}
 	}
@@ -138,7 +164,7 @@ func (b *batch) take(i int) (answer, error) {
 
 // send makes b's script calls, one per subject, and sets every member's
 // answer or error.
-func (c *combiner) send(b *batch) {
+func (c *combiner) send(b *batch, ctx *callCtx) {
 	b.groups, b.calls = b.groups[:0], b.calls[:0]
 	for i := range b.members {
 		m := &b.members[i]
@@ -167,7 +193,6 @@ func (c *combiner) send(b *batch) {
 	}
 	c.batches.Add(1)
 	c.scripts.Add(int64(len(b.calls)))
-	ctx := getCallCtx(c.timeout)
 	results := runScripts(ctx, c.client, reserveSHA, reserveSource, b.calls, b)
 	held := false // rueidis may still hold a command (it timed out unsent)
 	for g := range b.groups {

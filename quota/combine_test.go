@@ -1,6 +1,8 @@
 package quota
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -57,7 +59,7 @@ func TestCombinedBatchAnswersAsOneByOne(t *testing.T) {
 			reqs[i] = req{rng.IntN(len(limits)), rng.Int64N(41)}
 		}
 
-		c := &combiner{client: client, timeout: 5 * time.Second}
+		c := newCombiner(client, 5*time.Second)
 		want := make([]answer, len(reqs))
 		for i, r := range reqs {
 			a, err := c.check(one[r.s], r.tokens)
@@ -70,13 +72,13 @@ func TestCombinedBatchAnswersAsOneByOne(t *testing.T) {
 			t.Fatalf("one at a time: %d batches for %d checks", n, len(reqs))
 		}
 
-		c = &combiner{client: client, timeout: 5 * time.Second}
+		c = newCombiner(client, 5*time.Second)
 		b := batches.Get().(*batch)
 		for _, r := range reqs {
 			b.members = append(b.members, member{s: all[r.s], tokens: r.tokens})
 		}
 		b.refs.Store(int32(len(b.members)))
-		c.send(b)
+		c.send(b, getCallCtx(5*time.Second))
 		used := map[int]bool{}
 		for _, r := range reqs {
 			used[r.s] = true
@@ -260,5 +262,47 @@ func TestCombinedStallFailsTheBatchOnly(t *testing.T) {
 	}
 	if got := srv.Do("HGET", "p:{k:after}:tpd", "u"); got != fmt.Sprint(1000000-room) {
 		t.Fatalf("used %q after the stall; want %d", got, 1000000-room)
+	}
+}
+
+// TestCombinedSlotWaitCountsAgainstTimeout: with maxInflight batches out
+// (their slots held here, as by batches stuck on a stalled store), the
+// next check waits for a slot, and that wait is part of its timeout: it
+// fails with the deadline, about one timeout after it began, and is never
+// sent late with a timeout of its own.
+func TestCombinedSlotWaitCountsAgainstTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRedis(testClient(t, srv.URL()), 300*time.Millisecond)
+	l := config.Limits{TokensPerDay: 1000000}
+	s := newSubject("acme", false, &l, 1, "p:")
+	for range maxInflight {
+		r.comb.slots <- struct{}{}
+	}
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	done := make(chan result, 1)
+	go func() {
+		var x Reservation
+		t0 := time.Now()
+		err := r.reserve(s, 1, time.Now(), &x)
+		done <- result{err, time.Since(t0)}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a check waiting for a slot did not give up at its deadline")
+	}
+	if !errors.Is(res.err, context.DeadlineExceeded) || res.took < 250*time.Millisecond || r.comb.batches.Load() != 0 {
+		t.Fatalf("a check behind %d batches out: %v after %s, %d batches sent; want the deadline after about 300ms, nothing sent", maxInflight, res.err, res.took, r.comb.batches.Load())
+	}
+	for range maxInflight {
+		<-r.comb.slots
+	}
+	var x Reservation
+	if err := r.reserve(s, 1, time.Now(), &x); err != nil || !x.OK {
+		t.Fatalf("with the slots free again: %v %+v", err, x)
 	}
 }

@@ -311,7 +311,7 @@ func NewRedis(ctx context.Context, client rueidis.Client, timeout time.Duration)
 // newRedis is NewRedis without the settlement loop (start it with go
 // settleLoop once the hooks are set).
 func newRedis(client rueidis.Client, timeout time.Duration) *Redis {
-	return &Redis{client: client, comb: combiner{client: client, timeout: timeout}, timeout: timeout, ops: make(chan settleOp, 1<<16)}
+	return &Redis{client: client, comb: newCombiner(client, timeout), timeout: timeout, ops: make(chan settleOp, 1<<16)}
 }
 
 // Calls returns how many check round trips the store made.

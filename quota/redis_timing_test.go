@@ -33,7 +33,7 @@ func BenchmarkRedisCheck(b *testing.B) {
 	b.SetParallelism(max(64/runtime.GOMAXPROCS(0), 1)) // 64 goroutines: the bench's 64 connections
 	b.ReportAllocs()
 	srvCPU, ownCPU := srv.CPU(), cputime.Process()
-	calls, trips := q.redis.calls.Load(), q.redis.settleTrips.Load()
+	calls, trips, sent := q.redis.calls.Load(), q.redis.settleTrips.Load(), q.redis.comb.batches.Load()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		var r Request
@@ -53,6 +53,7 @@ func BenchmarkRedisCheck(b *testing.B) {
 	n := float64(b.N)
 	b.ReportMetric(float64(q.redis.calls.Load()-calls)/n, "checks/op")
 	b.ReportMetric(float64(q.redis.settleTrips.Load()-trips)/n, "settle-trips/op")
+	b.ReportMetric(n/float64(q.redis.comb.batches.Load()-sent), "checks/batch")
 	b.ReportMetric(float64((cputime.Process()-ownCPU).Microseconds())/n, "client-µs/op")
 	b.ReportMetric(float64((srv.CPU()-srvCPU).Microseconds())/n, "server-µs/op")
 }
