@@ -270,7 +270,8 @@ type Redis struct {
 	comb    combiner
 	timeout time.Duration
 	ops     chan settleOp
-	// calls counts script round trips of checks (for tests and bench).
+	// calls counts checks, each of which waits for one round trip (for
+	// tests and bench; comb counts the batches and script calls).
 	calls atomic.Int64
 	// settleCalls counts settlement script calls (one a subject a batch),
 	// settleTrips their round trips (one a batch, two when some needed
@@ -314,14 +315,14 @@ func newRedis(client rueidis.Client, timeout time.Duration) *Redis {
 	return &Redis{client: client, comb: newCombiner(client, timeout), timeout: timeout, ops: make(chan settleOp, 1<<16)}
 }
 
-// Calls returns how many check round trips the store made.
+// Calls returns how many checks went to the store, each one round trip.
 func (r *Redis) Calls() int64 { return r.calls.Load() }
 
 // reserve checks and takes s's limits; an error is a store failure. The
-// check goes out with the others that arrive with it (combiner). Its
-// allocations are rueidis's reply (none below 100 tokens otherwise): the
-// arguments are the subject's, prepared when the plan was built, and the
-// batch and its deadline are pooled.
+// check goes out with the others that arrive with it (combiner). Its one
+// allocation is rueidis's reply: the arguments are the subject's, prepared
+// when the plan was built, and the batch (with the token counts' text)
+// and its deadline are pooled.
 func (r *Redis) reserve(s *Subject, tokens int64, now time.Time, res *Reservation) error {
 	t0 := time.Now()
 	r.calls.Add(1)
