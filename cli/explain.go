@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/provider"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -23,8 +24,8 @@ import (
 //	request: chat model "gpt-4o", user "alice", stream false, tools false, metadata tier="gold"
 //	rule: strategy.conditions[2] line 14: metadata tier=gold
 //	chain: openai, bedrock
-//	member openai: provider openai, serves model yes, serves surface yes: candidate
-//	member bedrock: provider bedrock, serves model no, serves surface yes: not a candidate
+//	member openai: provider openai, serves model yes, serves surface native: candidate
+//	member bedrock: provider bedrock, serves model no, serves surface translated: not a candidate
 //	outcome: routes to openai
 //
 // An invalid config is printed as by validate, on stderr, with exit 1; a
@@ -191,8 +192,13 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 	servesModel := false
 	for _, t := range chain {
 		ts := snap.Target(t)
+		up := *model
+		if v, ok := cfg.Targets[t].ModelMap[*model]; ok {
+			up = v
+		}
 		m := snap.ServesModel(t, req.Model)
-		s := snap.ServesSurface(t, surface)
+		form := MemberForm(&cfg.Targets[t], surface, up)
+		s := snap.ServesSurface(t, surface) && form != provider.FormNone
 		verdict := "not a candidate"
 		if m && s {
 			verdict = "candidate"
@@ -203,12 +209,9 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 			candidates = append(candidates, ts.Name)
 		}
 		servesModel = servesModel || m
-		up := *model
-		if v, ok := cfg.Targets[t].ModelMap[*model]; ok {
-			up = v
-		}
 		fmt.Fprintf(stdout, "member %s: provider %s%s, serves model %s, serves surface %s: %s%s\n",
-			ts.Name, ts.Provider, providerDetail(&cfg.Targets[t], up), yesNo(m), yesNo(s), verdict, memberQuota(&cfg.Targets[t], *model))
+			ts.Name, ts.Provider, providerDetail(&cfg.Targets[t], up), yesNo(m), describeForm(&cfg.Targets[t], surface, up, s),
+			verdict, memberQuota(&cfg.Targets[t], *model))
 	}
 	switch {
 	case len(candidates) > 0:
@@ -298,6 +301,32 @@ func describeMatch(r router.RuleSpec, i, line int) string {
 		fmt.Fprintf(&b, ": %s=%s", r.Key, r.Value)
 	}
 	return b.String()
+}
+
+// MemberForm returns how target t serves surface s for upstreamModel, the
+// id it is sent (provider.FormOf, by which the walk picks its adapter).
+func MemberForm(t *config.Target, s router.Surface, upstreamModel string) provider.Form {
+	p := provider.Lookup(t.Provider)
+	if p == nil {
+		return provider.FormNone
+	}
+	ep := provider.Endpoint{APIVersion: t.AzureAPIVersion}
+	return provider.FormOf(p.Adapter, &ep, s, []byte(upstreamModel))
+}
+
+// describeForm renders whether a member serves the surface: "no",
+// "native" or "translated", and on messages how it answers count_tokens
+// when the gateway estimates.
+func describeForm(t *config.Target, s router.Surface, upstreamModel string, serves bool) string {
+	if !serves {
+		return "no"
+	}
+	f := MemberForm(t, s, upstreamModel).String()
+	if p := provider.Lookup(t.Provider); s == router.SurfaceMessages && p != nil &&
+		provider.CountTokensForm(p.Adapter, &provider.Endpoint{}, []byte(upstreamModel)) == provider.FormEstimate {
+		f += " (count_tokens estimated)"
+	}
+	return f
 }
 
 func yesNo(b bool) string {

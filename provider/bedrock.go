@@ -34,7 +34,7 @@ func newBedrockAdapter() Adapter { return bedrockAdapter{} }
 // and caches derived signing keys.
 var sigv4 = v4.NewSigner()
 
-// Surfaces reports chat only.
+// Surfaces reports chat, and the client APIs served over it.
 func (bedrockAdapter) Surfaces() router.SurfaceSet { return bedrockSurfaces }
 
 // BuildRequest translates the chat body into a Converse request and adds

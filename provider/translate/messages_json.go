@@ -1,0 +1,83 @@
+package translate
+
+import (
+	"strconv"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
+	"github.com/switchyard/switchyard/internal/jsonw"
+)
+
+// JSON helpers of the messages translator. A string the translation passes
+// on unchanged (a text, an id, a tool name, image data) is copied as the
+// token the sender wrote, escapes and all: fastjson keeps a string raw
+// until something reads it, and MarshalTo then appends it as it came, so
+// the text of a long conversation is neither unescaped nor escaped again.
+// Such a value must therefore never be read (Type, StringBytes) before it
+// is copied: reading it unescapes it in place, and MarshalTo would then
+// quote it with strconv rules, which are not JSON's.
+
+// msgParsers parses request bodies, answers and stream chunks; a parsed
+// value never outlives the call that took the parser.
+var msgParsers fastjson.ParserPool
+
+// appendRawString appends v's string token (quotes included) as the sender
+// wrote it. ok is false, and nothing is appended, when v is not a string.
+func appendRawString(dst []byte, v *fastjson.Value) ([]byte, bool) {
+	if v == nil || v.GetObject() != nil || v.GetArray() != nil {
+		return dst, false
+	}
+	// Numbers, true, false and null marshal to themselves: only a string
+	// begins with a quote.
+	n := len(dst)
+	dst = v.MarshalTo(dst)
+	if len(dst) == n || dst[n] != '"' {
+		return dst[:n], false
+	}
+	return dst, true
+}
+
+// appendRawInner appends the inside of v's string token (no quotes), to be
+// spliced into a string being written; ok as for appendRawString.
+func appendRawInner(dst []byte, v *fastjson.Value) ([]byte, bool) {
+	n := len(dst)
+	dst, ok := appendRawString(dst, v)
+	if !ok {
+		return dst, false
+	}
+	// Drop the two quotes: the overlapping copy moves the inside left.
+	return append(dst[:n], dst[n+1:len(dst)-1]...), true
+}
+
+// str returns v's string value, reading (unescaping) it: only for a value
+// the caller will not copy raw. ok is false when v is not a string.
+func str(v *fastjson.Value) ([]byte, bool) {
+	if v == nil || v.Type() != fastjson.TypeString {
+		return nil, false
+	}
+	b, _ := v.StringBytes()
+	return b, true
+}
+
+// isNumber reports whether v is a JSON number (reading a number does not
+// change it, so it may still be copied raw).
+func isNumber(v *fastjson.Value) bool { return v != nil && v.Type() == fastjson.TypeNumber }
+
+// isNull reports whether v is absent or null.
+func isNull(v *fastjson.Value) bool { return v == nil || v.Type() == fastjson.TypeNull }
+
+// appendString appends s as a JSON string.
+func appendString(dst, s []byte) []byte { return jsonw.String(dst, byteconv.String(s)) }
+
+// pathError returns the 400 of a request the translation refuses, its
+// message prefixed by where in the body the fault is ("messages.2.content").
+func pathError(path, msg string) *Error {
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	return &Error{Status: 400, Code: "invalid_request", Message: msg}
+}
+
+// at returns path "p.i".
+func at(p string, i int) string { return p + "." + strconv.Itoa(i) }
