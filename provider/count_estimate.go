@@ -66,7 +66,9 @@ func (countEstimate) ClassifyError(status int, _ *fasthttp.ResponseHeader, _ []b
 }
 
 // TranslateResponse implements Adapter: never called.
-func (countEstimate) TranslateResponse(dst, _ []byte, _ *Call) ([]byte, error) { return dst, errEstimate }
+func (countEstimate) TranslateResponse(dst, _ []byte, _ *Call) ([]byte, error) {
+	return dst, errEstimate
+}
 
 // NewStream implements Adapter: never called (count_tokens never streams).
 func (countEstimate) NewStream(*Call) StreamDecoder { return errDecoder{} }
