@@ -110,6 +110,10 @@ func (c *Call) translation() *translation {
 	return c.tr
 }
 
+// HoldsTranslation reports whether translated attempts of c hold buffers
+// that ReleaseTranslation gives back.
+func (c *Call) HoldsTranslation() bool { return c.tr != nil }
+
 // ReleaseTranslation gives back what translated attempts of c held. The
 // walk calls it when it returns: an attempt's request is written by then,
 // and a stream's decoders have copied what they keep.

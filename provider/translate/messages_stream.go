@@ -15,7 +15,7 @@ import (
 // of the last chunk (stream_options.include_usage) and message_stop at the
 // chat stream's [DONE].
 func NewMessagesStream(model []byte) Stream {
-	return &messagesStream{model: append([]byte(nil), model...), open: -1}
+	return &messagesStream{model: append([]byte(nil), model...), open: -1, openTool: -1}
 }
 
 // messagesStream holds what the next event needs: whether the message has
@@ -182,7 +182,7 @@ func (s *messagesStream) toolCall(dst []byte, tc *fastjson.Value) ([]byte, error
 	}
 	id, _ := str(tc.Get("id"))
 	sameID := len(id) == 0 || len(s.toolID) == 0 || string(id) == string(s.toolID)
-	open := s.openTool >= 0
+	open := s.open >= 0 && s.openTool >= 0
 	if idx < 0 {
 		switch {
 		case open && sameID:
