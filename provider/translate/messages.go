@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
 // The Anthropic Messages API ⇄ OpenAI chat completions (docs/providers.md,
@@ -24,11 +26,11 @@ func MessagesToChat(dst, body []byte, o Options) (out []byte, dropped []string, 
 	defer msgParsers.Put(p)
 	root, perr := p.ParseBytes(body)
 	if perr != nil {
-		return dst, nil, pathError("", "the body is not valid JSON")
+		return dst, nil, pathError(loc{}, "the body is not valid JSON")
 	}
 	top := root.GetObject()
 	if top == nil {
-		return dst, nil, pathError("", "the body is not a JSON object")
+		return dst, nil, pathError(loc{}, "the body is not a JSON object")
 	}
 	var f msgFields
 	if err := f.read(top); err != nil {
@@ -99,10 +101,10 @@ func (f *msgFields) read(top *fastjson.Object) error {
 		*slot = v
 	})
 	if dup != "" {
-		return pathError(dup, "the member is given more than once")
+		return pathError(rootLoc(dup), "the member is given more than once")
 	}
 	if f.messages == nil || f.messages.GetArray() == nil && f.messages.Type() != fastjson.TypeArray {
-		return pathError("messages", "an array of messages is required")
+		return pathError(rootLoc("messages"), "an array of messages is required")
 	}
 	return nil
 }
@@ -149,12 +151,12 @@ func (w *msgWriter) system(dst []byte, v *fastjson.Value) ([]byte, error) {
 	}
 	blocks := v.GetArray()
 	if blocks == nil && v.Type() != fastjson.TypeArray {
-		return dst, pathError("system", "must be a string or an array of text blocks")
+		return dst, pathError(rootLoc("system"), "must be a string or an array of text blocks")
 	}
 	dst = append(dst, '"')
 	n := 0
 	for i, b := range blocks {
-		typ, err := blockType(b, at("system", i))
+		typ, err := blockType(b, rootLoc("system").index(i))
 		if err != nil {
 			return dst, err
 		}
@@ -166,7 +168,7 @@ func (w *msgWriter) system(dst []byte, v *fastjson.Value) ([]byte, error) {
 		}
 		var ok bool
 		if dst, ok = appendRawInner(dst, b.Get("text")); !ok {
-			return dst, pathError(at("system", i), "a text block needs a string text")
+			return dst, pathError(rootLoc("system").index(i), "a text block needs a string text")
 		}
 		n++
 	}
@@ -177,7 +179,7 @@ func (w *msgWriter) system(dst []byte, v *fastjson.Value) ([]byte, error) {
 }
 
 // blockType returns the type of the content block b at path.
-func blockType(b *fastjson.Value, path string) (string, error) {
+func blockType(b *fastjson.Value, path loc) (string, error) {
 	if b.GetObject() == nil {
 		return "", pathError(path, "a content block must be an object")
 	}
@@ -185,14 +187,14 @@ func blockType(b *fastjson.Value, path string) (string, error) {
 	if !ok {
 		return "", pathError(path, "a content block needs a string type")
 	}
-	return string(typ), nil
+	return byteconv.String(typ), nil // views the parser's memory: compared, not kept
 }
 
 // messages writes the conversation.
 func (w *msgWriter) messages(dst []byte, v *fastjson.Value) ([]byte, error) {
 	var err error
 	for i, m := range v.GetArray() {
-		path := at("messages", i)
+		path := rootLoc("messages").index(i)
 		if m.GetObject() == nil {
 			return dst, pathError(path, "a message must be an object")
 		}
@@ -203,11 +205,11 @@ func (w *msgWriter) messages(dst []byte, v *fastjson.Value) ([]byte, error) {
 		}
 		switch string(role) {
 		case "user":
-			dst, err = w.user(dst, content, path+".content")
+			dst, err = w.user(dst, content, path.key("content"))
 		case "assistant":
-			dst, err = w.assistant(dst, content, path+".content")
+			dst, err = w.assistant(dst, content, path.key("content"))
 		default:
-			return dst, pathError(path+".role", `must be "user" or "assistant"`)
+			return dst, pathError(path.key("role"), `must be "user" or "assistant"`)
 		}
 		if err != nil {
 			return dst, err
@@ -220,7 +222,7 @@ func (w *msgWriter) messages(dst []byte, v *fastjson.Value) ([]byte, error) {
 // in order (chat wants them right after the assistant's tool calls), then
 // a user message with the rest, the images of those tool results first
 // (a chat tool message holds text only).
-func (w *msgWriter) user(dst []byte, content *fastjson.Value, path string) ([]byte, error) {
+func (w *msgWriter) user(dst []byte, content *fastjson.Value, path loc) ([]byte, error) {
 	m := w.mark(dst)
 	dst = w.open(dst, "user")
 	dst = append(dst, `,"content":`...)
@@ -235,14 +237,14 @@ func (w *msgWriter) user(dst []byte, content *fastjson.Value, path string) ([]by
 	texts, others, images := 0, 0, 0
 	var err error
 	for i, b := range blocks {
-		typ, terr := blockType(b, at(path, i))
+		typ, terr := blockType(b, path.index(i))
 		if terr != nil {
 			return dst, terr
 		}
 		switch typ {
 		case "tool_result":
 			var n int
-			if dst, n, err = w.toolResult(dst, b, at(path, i)); err != nil {
+			if dst, n, err = w.toolResult(dst, b, path.index(i)); err != nil {
 				return dst, err
 			}
 			images += n
@@ -264,7 +266,7 @@ func (w *msgWriter) user(dst []byte, content *fastjson.Value, path string) ([]by
 			if typ, _ := str(b.Get("type")); string(typ) == "text" {
 				var ok bool
 				if dst, ok = appendRawString(dst, b.Get("text")); !ok {
-					return dst, pathError(at(path, i), "a text block needs a string text")
+					return dst, pathError(path.index(i), "a text block needs a string text")
 				}
 			}
 		}
@@ -277,7 +279,7 @@ func (w *msgWriter) user(dst []byte, content *fastjson.Value, path string) ([]by
 			if typ, _ := str(b.Get("type")); string(typ) == "tool_result" {
 				for j, c := range b.GetArray("content") {
 					if typ, _ := str(c.Get("type")); string(typ) == "image" {
-						if dst, err = w.image(dst, &parts, c, at(at(path, i)+".content", j)); err != nil {
+						if dst, err = w.image(dst, &parts, c, path.index(i).key("content").index(j)); err != nil {
 							return dst, err
 						}
 					}
@@ -289,11 +291,11 @@ func (w *msgWriter) user(dst []byte, content *fastjson.Value, path string) ([]by
 		typ, _ := str(b.Get("type"))
 		switch string(typ) {
 		case "text":
-			dst, err = w.text(dst, &parts, b, at(path, i))
+			dst, err = w.text(dst, &parts, b, path.index(i))
 		case "image":
-			dst, err = w.image(dst, &parts, b, at(path, i))
+			dst, err = w.image(dst, &parts, b, path.index(i))
 		case "document":
-			dst, err = w.document(dst, &parts, b, at(path, i))
+			dst, err = w.document(dst, &parts, b, path.index(i))
 		}
 		if err != nil {
 			return dst, err
@@ -316,7 +318,7 @@ func part(dst []byte, parts *int) []byte {
 
 // text writes a text block as a text part (cache_control and citations
 // dropped).
-func (w *msgWriter) text(dst []byte, parts *int, b *fastjson.Value, path string) ([]byte, error) {
+func (w *msgWriter) text(dst []byte, parts *int, b *fastjson.Value, path loc) ([]byte, error) {
 	n, p := len(dst), *parts
 	dst = append(part(dst, parts), `{"type":"text","text":`...)
 	dst, ok := appendRawString(dst, b.Get("text"))
@@ -330,7 +332,7 @@ func (w *msgWriter) text(dst []byte, parts *int, b *fastjson.Value, path string)
 // image writes an image block as an image_url part: a data: URL for base64
 // data, the URL itself for a url source. A file source (an id of
 // Anthropic's Files API, meaningless elsewhere) is dropped.
-func (w *msgWriter) image(dst []byte, parts *int, b *fastjson.Value, path string) ([]byte, error) {
+func (w *msgWriter) image(dst []byte, parts *int, b *fastjson.Value, path loc) ([]byte, error) {
 	src := b.Get("source")
 	if src.GetObject() == nil {
 		return dst, pathError(path, "an image block needs a source object")
@@ -347,14 +349,14 @@ func (w *msgWriter) image(dst []byte, parts *int, b *fastjson.Value, path string
 		}
 		if !ok {
 			*parts = p
-			return dst[:n], pathError(path+".source", "a base64 source needs string media_type and data")
+			return dst[:n], pathError(path.key("source"), "a base64 source needs string media_type and data")
 		}
 		return append(dst, `"}}`...), nil
 	case "url":
 		dst = append(part(dst, parts), `{"type":"image_url","image_url":{"url":`...)
 		if dst, ok = appendRawString(dst, src.Get("url")); !ok {
 			*parts = p
-			return dst[:n], pathError(path+".source", "a url source needs a string url")
+			return dst[:n], pathError(path.key("source"), "a url source needs a string url")
 		}
 		return append(dst, "}}"...), nil
 	}
@@ -365,7 +367,7 @@ func (w *msgWriter) image(dst []byte, parts *int, b *fastjson.Value, path string
 // part, the text and images of a content source as parts, a PDF as a file
 // part on a member with file input (Options.FileInput). Any other document
 // is dropped.
-func (w *msgWriter) document(dst []byte, parts *int, b *fastjson.Value, path string) ([]byte, error) {
+func (w *msgWriter) document(dst []byte, parts *int, b *fastjson.Value, path loc) ([]byte, error) {
 	src := b.Get("source")
 	if src.GetObject() == nil {
 		return dst, pathError(path, "a document block needs a source object")
@@ -378,7 +380,7 @@ func (w *msgWriter) document(dst []byte, parts *int, b *fastjson.Value, path str
 		dst = append(part(dst, parts), `{"type":"text","text":`...)
 		if dst, ok = appendRawString(dst, src.Get("data")); !ok {
 			*parts = p
-			return dst[:n], pathError(path+".source", "a text source needs string data")
+			return dst[:n], pathError(path.key("source"), "a text source needs string data")
 		}
 		return append(dst, '}'), nil
 	case "content":
@@ -390,15 +392,15 @@ func (w *msgWriter) document(dst []byte, parts *int, b *fastjson.Value, path str
 		}
 		var err error
 		for i, cb := range c.GetArray() {
-			typ, terr := blockType(cb, at(path+".source.content", i))
+			typ, terr := blockType(cb, path.key("source").key("content").index(i))
 			if terr != nil {
 				return dst, terr
 			}
 			switch typ {
 			case "text":
-				dst, err = w.text(dst, parts, cb, at(path+".source.content", i))
+				dst, err = w.text(dst, parts, cb, path.key("source").key("content").index(i))
 			case "image":
-				dst, err = w.image(dst, parts, cb, at(path+".source.content", i))
+				dst, err = w.image(dst, parts, cb, path.key("source").key("content").index(i))
 			}
 			if err != nil {
 				return dst, err
@@ -417,7 +419,7 @@ func (w *msgWriter) document(dst []byte, parts *int, b *fastjson.Value, path str
 		dst = append(dst, `,"file_data":"data:application/pdf;base64,`...)
 		if dst, ok = appendRawInner(dst, src.Get("data")); !ok {
 			*parts = p
-			return dst[:n], pathError(path+".source", "a base64 source needs string data")
+			return dst[:n], pathError(path.key("source"), "a base64 source needs string data")
 		}
 		return append(dst, `"}}`...), nil
 	}
@@ -428,7 +430,7 @@ func (w *msgWriter) document(dst []byte, parts *int, b *fastjson.Value, path str
 // string, or its text blocks joined by a newline. It returns how many image
 // blocks the content holds (written into the user message that follows).
 // is_error and cache_control are dropped.
-func (w *msgWriter) toolResult(dst []byte, b *fastjson.Value, path string) ([]byte, int, error) {
+func (w *msgWriter) toolResult(dst []byte, b *fastjson.Value, path loc) ([]byte, int, error) {
 	dst = w.open(dst, "tool")
 	dst = append(dst, `,"tool_call_id":`...)
 	dst, ok := appendRawString(dst, b.Get("tool_use_id"))
@@ -445,12 +447,12 @@ func (w *msgWriter) toolResult(dst []byte, b *fastjson.Value, path string) ([]by
 	}
 	blocks := c.GetArray()
 	if blocks == nil && c.Type() != fastjson.TypeArray {
-		return dst, 0, pathError(path+".content", "must be a string or an array of content blocks")
+		return dst, 0, pathError(path.key("content"), "must be a string or an array of content blocks")
 	}
 	dst = append(dst, '"')
 	texts, images := 0, 0
 	for i, cb := range blocks {
-		typ, err := blockType(cb, at(path+".content", i))
+		typ, err := blockType(cb, path.key("content").index(i))
 		if err != nil {
 			return dst, 0, err
 		}
@@ -460,7 +462,7 @@ func (w *msgWriter) toolResult(dst []byte, b *fastjson.Value, path string) ([]by
 				dst = append(dst, `\n`...)
 			}
 			if dst, ok = appendRawInner(dst, cb.Get("text")); !ok {
-				return dst, 0, pathError(at(path+".content", i), "a text block needs a string text")
+				return dst, 0, pathError(path.key("content").index(i), "a text block needs a string text")
 			}
 			texts++
 		case "image":
@@ -474,7 +476,7 @@ func (w *msgWriter) toolResult(dst []byte, b *fastjson.Value, path string) ([]by
 // content, its tool_use blocks as tool_calls (ids kept). Thinking and
 // redacted_thinking blocks, server tool blocks and unknown blocks are
 // dropped; a turn left empty is not written.
-func (w *msgWriter) assistant(dst []byte, content *fastjson.Value, path string) ([]byte, error) {
+func (w *msgWriter) assistant(dst []byte, content *fastjson.Value, path loc) ([]byte, error) {
 	m := w.mark(dst)
 	dst = w.open(dst, "assistant")
 	dst = append(dst, `,"content":`...)
@@ -487,7 +489,7 @@ func (w *msgWriter) assistant(dst []byte, content *fastjson.Value, path string) 
 	}
 	texts, uses := 0, 0
 	for i, b := range blocks {
-		typ, err := blockType(b, at(path, i))
+		typ, err := blockType(b, path.index(i))
 		if err != nil {
 			return dst, err
 		}
@@ -509,7 +511,7 @@ func (w *msgWriter) assistant(dst []byte, content *fastjson.Value, path string) 
 			if typ, _ := str(b.Get("type")); string(typ) == "text" {
 				var ok bool
 				if dst, ok = appendRawInner(dst, b.Get("text")); !ok {
-					return dst, pathError(at(path, i), "a text block needs a string text")
+					return dst, pathError(path.index(i), "a text block needs a string text")
 				}
 			}
 		}
@@ -527,7 +529,7 @@ func (w *msgWriter) assistant(dst []byte, content *fastjson.Value, path string) 
 			}
 			n++
 			var err error
-			if dst, err = toolCall(dst, b, at(path, i)); err != nil {
+			if dst, err = toolCall(dst, b, path.index(i)); err != nil {
 				return dst, err
 			}
 		}
@@ -545,7 +547,7 @@ const maxPooledScratch = 64 << 10
 
 // toolCall writes a tool_use block as a chat tool call, its input as the
 // arguments string.
-func toolCall(dst []byte, b *fastjson.Value, path string) ([]byte, error) {
+func toolCall(dst []byte, b *fastjson.Value, path loc) ([]byte, error) {
 	dst = append(dst, `{"id":`...)
 	dst, ok := appendRawString(dst, b.Get("id"))
 	if !ok {
@@ -561,7 +563,7 @@ func toolCall(dst []byte, b *fastjson.Value, path string) ([]byte, error) {
 	case isNull(in):
 		dst = append(dst, `"{}"`...)
 	case in.GetObject() == nil:
-		return dst, pathError(path+".input", "must be an object")
+		return dst, pathError(path.key("input"), "must be an object")
 	default:
 		buf := scratchPool.Get().(*[]byte)
 		*buf = in.MarshalTo((*buf)[:0])
@@ -578,7 +580,7 @@ func toolCall(dst []byte, b *fastjson.Value, path string) ([]byte, error) {
 func (w *msgWriter) sampling(dst []byte, f *msgFields) ([]byte, error) {
 	if !isNull(f.maxTokens) {
 		if !isNumber(f.maxTokens) {
-			return dst, pathError("max_tokens", "must be a number")
+			return dst, pathError(rootLoc("max_tokens"), "must be a number")
 		}
 		if w.o.MaxCompletionTokens {
 			dst = append(dst, `,"max_completion_tokens":`...)
@@ -590,7 +592,7 @@ func (w *msgWriter) sampling(dst []byte, f *msgFields) ([]byte, error) {
 	if !isNull(f.stop) {
 		seqs := f.stop.GetArray()
 		if seqs == nil && f.stop.Type() != fastjson.TypeArray {
-			return dst, pathError("stop_sequences", "must be an array of strings")
+			return dst, pathError(rootLoc("stop_sequences"), "must be an array of strings")
 		}
 		if len(seqs) > 0 {
 			dst = append(dst, `,"stop":[`...)
@@ -600,7 +602,7 @@ func (w *msgWriter) sampling(dst []byte, f *msgFields) ([]byte, error) {
 				}
 				var ok bool
 				if dst, ok = appendRawString(dst, s); !ok {
-					return dst, pathError(at("stop_sequences", i), "must be a string")
+					return dst, pathError(rootLoc("stop_sequences").index(i), "must be a string")
 				}
 			}
 			dst = append(dst, ']')
@@ -614,7 +616,7 @@ func (w *msgWriter) sampling(dst []byte, f *msgFields) ([]byte, error) {
 			continue
 		}
 		if !isNumber(n.v) {
-			return dst, pathError(n.name, "must be a number")
+			return dst, pathError(rootLoc(n.name), "must be a number")
 		}
 		dst = append(dst, `,"`...)
 		dst = append(dst, n.name...)
@@ -623,14 +625,14 @@ func (w *msgWriter) sampling(dst []byte, f *msgFields) ([]byte, error) {
 	}
 	if !isNull(f.metadata) {
 		if f.metadata.GetObject() == nil {
-			return dst, pathError("metadata", "must be an object")
+			return dst, pathError(rootLoc("metadata"), "must be an object")
 		}
 		if u := f.metadata.Get("user_id"); !isNull(u) {
 			n := len(dst)
 			dst = append(dst, `,"user":`...)
 			var ok bool
 			if dst, ok = appendRawString(dst, u); !ok {
-				return dst[:n], pathError("metadata.user_id", "must be a string")
+				return dst[:n], pathError(rootLoc("metadata").key("user_id"), "must be a string")
 			}
 		}
 	}
@@ -646,17 +648,17 @@ func (w *msgWriter) tools(dst []byte, tools, choice *fastjson.Value) (out []byte
 	if !isNull(tools) {
 		list := tools.GetArray()
 		if list == nil && tools.Type() != fastjson.TypeArray {
-			return dst, nil, pathError("tools", "must be an array")
+			return dst, nil, pathError(rootLoc("tools"), "must be an array")
 		}
 		for i, t := range list {
-			path := at("tools", i)
+			path := rootLoc("tools").index(i)
 			if t.GetObject() == nil {
 				return dst, nil, pathError(path, "a tool must be an object")
 			}
 			if typ := t.Get("type"); !isNull(typ) {
 				s, ok := str(typ)
 				if !ok {
-					return dst, nil, pathError(path+".type", "must be a string")
+					return dst, nil, pathError(path.key("type"), "must be a string")
 				}
 				if string(s) != "custom" {
 					dropped = append(dropped, string(s))
@@ -677,7 +679,7 @@ func (w *msgWriter) tools(dst []byte, tools, choice *fastjson.Value) (out []byte
 			if d := t.Get("description"); !isNull(d) {
 				dst = append(dst, `,"description":`...)
 				if dst, ok = appendRawString(dst, d); !ok {
-					return dst, nil, pathError(path+".description", "must be a string")
+					return dst, nil, pathError(path.key("description"), "must be a string")
 				}
 			}
 			dst = append(dst, `,"parameters":`...)
@@ -685,7 +687,7 @@ func (w *msgWriter) tools(dst []byte, tools, choice *fastjson.Value) (out []byte
 			case isNull(s):
 				dst = append(dst, `{"type":"object","properties":{}}`...)
 			case s.GetObject() == nil:
-				return dst, nil, pathError(path+".input_schema", "must be an object")
+				return dst, nil, pathError(path.key("input_schema"), "must be an object")
 			default:
 				dst = s.MarshalTo(dst)
 			}
@@ -699,11 +701,11 @@ func (w *msgWriter) tools(dst []byte, tools, choice *fastjson.Value) (out []byte
 		return dst, dropped, nil
 	}
 	if choice.GetObject() == nil {
-		return dst, nil, pathError("tool_choice", "must be an object")
+		return dst, nil, pathError(rootLoc("tool_choice"), "must be an object")
 	}
 	typ, ok := str(choice.Get("type"))
 	if !ok {
-		return dst, nil, pathError("tool_choice", "needs a string type")
+		return dst, nil, pathError(rootLoc("tool_choice"), "needs a string type")
 	}
 	if n == 0 {
 		return dst, dropped, nil // chat refuses a tool choice without tools
@@ -718,7 +720,7 @@ func (w *msgWriter) tools(dst []byte, tools, choice *fastjson.Value) (out []byte
 	case "tool":
 		dst = append(dst, `,"tool_choice":{"type":"function","function":{"name":`...)
 		if dst, ok = appendRawString(dst, choice.Get("name")); !ok {
-			return dst, nil, pathError("tool_choice", `a "tool" choice needs a string name`)
+			return dst, nil, pathError(rootLoc("tool_choice"), `a "tool" choice needs a string name`)
 		}
 		dst = append(dst, "}}"...)
 	default:

@@ -72,12 +72,57 @@ func appendString(dst, s []byte) []byte { return jsonw.String(dst, byteconv.Stri
 
 // pathError returns the 400 of a request the translation refuses, its
 // message prefixed by where in the body the fault is ("messages.2.content").
-func pathError(path, msg string) *Error {
-	if path != "" {
-		msg = path + ": " + msg
+func pathError(l loc, msg string) *Error {
+	if p := l.String(); p != "" {
+		msg = p + ": " + msg
 	}
 	return &Error{Status: 400, Code: "invalid_request", Message: msg}
 }
 
-// at returns path "p.i".
-func at(p string, i int) string { return p + "." + strconv.Itoa(i) }
+// loc names a place in the request body for an error message. A value,
+// extended as the translation descends and spelt out only when an error
+// needs it, so a request that translates costs no string per block.
+type loc struct {
+	n   int
+	seg [8]struct {
+		key string
+		idx int // for an index segment; key is ""
+	}
+}
+
+// rootLoc is the top-level member k.
+func rootLoc(k string) loc { return loc{}.key(k) }
+
+// key is l's member k (segments past eight are left out).
+func (l loc) key(k string) loc {
+	if l.n < len(l.seg) {
+		l.seg[l.n].key = k
+		l.n++
+	}
+	return l
+}
+
+// index is l's element i.
+func (l loc) index(i int) loc {
+	if l.n < len(l.seg) {
+		l.seg[l.n].key, l.seg[l.n].idx = "", i
+		l.n++
+	}
+	return l
+}
+
+// String spells l as the Messages API does: "messages.2.content.0".
+func (l loc) String() string {
+	var b []byte
+	for i := 0; i < l.n; i++ {
+		if i > 0 {
+			b = append(b, '.')
+		}
+		if s := l.seg[i]; s.key != "" {
+			b = append(b, s.key...)
+		} else {
+			b = strconv.AppendInt(b, int64(s.idx), 10)
+		}
+	}
+	return string(b)
+}
