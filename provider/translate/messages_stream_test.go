@@ -234,7 +234,7 @@ func TestArgsShape(t *testing.T) {
 	// Nesting deeper than the kind bits: still counted.
 	var a argsShape
 	deep := strings.Repeat("[", 100)
-	if !a.feed([]byte("{\"a\":" + deep + strings.Repeat("]", 100) + "}")) || !a.complete() {
+	if !a.feed([]byte("{\"a\":"+deep+strings.Repeat("]", 100)+"}")) || !a.complete() {
 		t.Errorf("deep nesting refused")
 	}
 }
