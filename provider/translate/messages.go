@@ -140,14 +140,14 @@ func (w *msgWriter) undo(dst []byte, m mark) []byte {
 // system writes the system prompt, a string or text blocks (joined by a
 // blank line; cache_control and citations dropped), as one system message.
 func (w *msgWriter) system(dst []byte, v *fastjson.Value) ([]byte, error) {
-	if isNull(v) {
-		return dst, nil
-	}
 	m := w.mark(dst)
 	dst = w.open(dst, "system")
 	dst = append(dst, `,"content":`...)
-	if out, ok := appendRawString(dst, v); ok {
+	switch out, k := appendStringOrNull(dst, v); k {
+	case rawString:
 		return append(out, '}'), nil
+	case rawNull:
+		return w.undo(dst, m), nil
 	}
 	blocks := v.GetArray()
 	if blocks == nil && v.Type() != fastjson.TypeArray {
@@ -439,11 +439,11 @@ func (w *msgWriter) toolResult(dst []byte, b *fastjson.Value, path loc) ([]byte,
 	}
 	dst = append(dst, `,"content":`...)
 	c := b.Get("content")
-	if isNull(c) {
+	switch out, k := appendStringOrNull(dst, c); k {
+	case rawString:
+		return append(out, '}'), 0, nil
+	case rawNull:
 		return append(dst, `""}`...), 0, nil
-	}
-	if dst, ok = appendRawString(dst, c); ok {
-		return append(dst, '}'), 0, nil
 	}
 	blocks := c.GetArray()
 	if blocks == nil && c.Type() != fastjson.TypeArray {
@@ -627,13 +627,12 @@ func (w *msgWriter) sampling(dst []byte, f *msgFields) ([]byte, error) {
 		if f.metadata.GetObject() == nil {
 			return dst, pathError(rootLoc("metadata"), "must be an object")
 		}
-		if u := f.metadata.Get("user_id"); !isNull(u) {
-			n := len(dst)
-			dst = append(dst, `,"user":`...)
-			var ok bool
-			if dst, ok = appendRawString(dst, u); !ok {
-				return dst[:n], pathError(rootLoc("metadata").key("user_id"), "must be a string")
-			}
+		n := len(dst)
+		switch out, k := appendStringOrNull(append(dst, `,"user":`...), f.metadata.Get("user_id")); k {
+		case rawString:
+			dst = out
+		case rawOther:
+			return dst[:n], pathError(rootLoc("metadata").key("user_id"), "must be a string")
 		}
 	}
 	return dst, nil
@@ -676,11 +675,14 @@ func (w *msgWriter) tools(dst []byte, tools, choice *fastjson.Value) (out []byte
 			if dst, ok = appendRawString(dst, t.Get("name")); !ok {
 				return dst, nil, pathError(path, "a tool needs a string name")
 			}
-			if d := t.Get("description"); !isNull(d) {
-				dst = append(dst, `,"description":`...)
-				if dst, ok = appendRawString(dst, d); !ok {
-					return dst, nil, pathError(path.key("description"), "must be a string")
-				}
+			n := len(dst)
+			switch out, k := appendStringOrNull(append(dst, `,"description":`...), t.Get("description")); k {
+			case rawString:
+				dst = out
+			case rawNull:
+				dst = dst[:n]
+			default:
+				return dst, nil, pathError(path.key("description"), "must be a string")
 			}
 			dst = append(dst, `,"parameters":`...)
 			switch s := t.Get("input_schema"); {

@@ -29,7 +29,7 @@ func TestMessagesToChatAllocatesNothing(t *testing.T) {
 }
 
 func TestChatToMessagesAllocatesNothing(t *testing.T) {
-	chat := []byte(answerSeeds[0])
+	chat := []byte(answerSeeds[1])
 	dst := make([]byte, 0, 4096)
 	run := func() {
 		var err error

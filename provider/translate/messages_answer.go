@@ -45,17 +45,16 @@ func ChatToMessages(dst, chat, model []byte) ([]byte, error) {
 		n++
 		return dst
 	}
-	if c := msg.Get("content"); !isNull(c) {
-		if parts := c.GetArray(); parts != nil {
-			// Some servers answer with content parts.
-			for _, pt := range parts {
-				if t, _ := str(pt.Get("type")); string(t) == "text" {
-					dst, n = textBlock(dst, n, pt.Get("text"))
-				}
+	c := msg.Get("content")
+	if parts := c.GetArray(); parts != nil {
+		// Some servers answer with content parts.
+		for _, pt := range parts {
+			if t, _ := str(pt.Get("type")); string(t) == "text" {
+				dst, n = textBlock(dst, n, pt.Get("text"))
 			}
-		} else {
-			dst, n = textBlock(dst, n, c)
 		}
+	} else {
+		dst, n = textBlock(dst, n, c) // nothing for null
 	}
 	dst, n = textBlock(dst, n, msg.Get("refusal"))
 	for i, tc := range msg.GetArray("tool_calls") {

@@ -25,6 +25,9 @@ var requestSeeds = []string{
 	`{"model":"c","messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBE"},"title":"a\"b"},{"type":"document","source":{"type":"content","content":"x"}}]}]}`,
 	`{"model":"c","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"\ud83d","content":null}]}]}`,
 	`{"model":"c","messages":[{"role":"assistant","content":[{"type":"text","text":"a\u0000b"},{"type":"tool_use","id":"x","name":"y","input":{"k\"ey":[1,{"z":null}]}}]}]}`,
+	// Control characters escaped in every string the translation copies.
+	`{"model":"c","system":"\u0001","metadata":{"user_id":"\u0002"},"tools":[{"name":"\u0003","description":"\u0004"}],"messages":[` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"\u0005","content":"\u0006"},{"type":"text","text":"\u0007"}]}]}`,
 }
 
 func FuzzMessagesToChat(f *testing.F) {
@@ -61,6 +64,7 @@ func FuzzMessagesToChat(f *testing.F) {
 }
 
 var answerSeeds = []string{
+	`{"id":"\u0001","choices":[{"message":{"content":"\u0002","refusal":"\u0003","tool_calls":[{"id":"\u0004","function":{"name":"\u0005","arguments":"{}"}}]}}]}`,
 	`{"id":"c","choices":[{"message":{"content":"hi","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{\"x\":1}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":9}}}`,
 	`{"id":"c\"d","choices":[{"message":{"content":[{"type":"text","text":"x"}],"refusal":"no"},"finish_reason":"content_filter"}],"usage":null}`,
 	`{"choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":" {\"a\":[1,2,{}]} "}}]}}]}`,

@@ -60,12 +60,33 @@ func str(v *fastjson.Value) ([]byte, bool) {
 	return b, true
 }
 
-// isNumber reports whether v is a JSON number (reading a number does not
-// change it, so it may still be copied raw).
+// isNumber reports whether v is a JSON number. It reads v: only for a
+// value that is not copied raw if it turns out to be a string.
 func isNumber(v *fastjson.Value) bool { return v != nil && v.Type() == fastjson.TypeNumber }
 
-// isNull reports whether v is absent or null.
+// isNull reports whether v is absent or null. It reads v: only for a value
+// that is not copied raw if it turns out to be a string (use
+// appendStringOrNull for one that is).
 func isNull(v *fastjson.Value) bool { return v == nil || v.Type() == fastjson.TypeNull }
+
+// What appendStringOrNull found.
+const (
+	rawOther  = iota // neither a string nor null (nothing appended)
+	rawString        // a string, appended raw
+	rawNull          // absent or null (nothing appended)
+)
+
+// appendStringOrNull appends v's string token as appendRawString does, or
+// reports v absent or null, without reading a string first.
+func appendStringOrNull(dst []byte, v *fastjson.Value) ([]byte, int) {
+	if out, ok := appendRawString(dst, v); ok {
+		return out, rawString
+	}
+	if isNull(v) { // not a string: reading it changes nothing
+		return dst, rawNull
+	}
+	return dst, rawOther
+}
 
 // appendString appends s as a JSON string.
 func appendString(dst, s []byte) []byte { return jsonw.String(dst, byteconv.String(s)) }

@@ -140,16 +140,12 @@ func (s *messagesStream) messageStart(dst []byte, id *fastjson.Value) []byte {
 // text writes a text delta for the string v (nothing for an absent or
 // empty one), opening a text block when none is open.
 func (s *messagesStream) text(dst []byte, v *fastjson.Value) ([]byte, error) {
-	if isNull(v) {
-		return dst, nil
-	}
 	// Probe: an empty string (a role chunk's content) opens no block.
-	probe, ok := appendRawString(dst, v)
-	switch {
-	case !ok:
-		return dst, errChunk
-	case len(probe)-len(dst) == 2:
+	switch probe, k := appendStringOrNull(dst, v); {
+	case k == rawNull || k == rawString && len(probe)-len(dst) == 2:
 		return dst, nil
+	case k == rawOther:
+		return dst, errChunk
 	}
 	var err error
 	if s.open < 0 || s.openTool >= 0 {
@@ -211,18 +207,15 @@ func (s *messagesStream) toolCall(dst []byte, tc *fastjson.Value) ([]byte, error
 		}
 	}
 	args := tc.Get("function", "arguments")
-	if isNull(args) {
-		return dst, nil
-	}
 	mark := len(dst)
 	dst = s.delta(dst)
 	dst = append(dst, `{"type":"input_json_delta","partial_json":`...)
 	at := len(dst)
-	dst, ok := appendRawString(dst, args)
-	if !ok {
+	dst, k := appendStringOrNull(dst, args)
+	switch {
+	case k == rawOther:
 		return dst[:mark], errChunk
-	}
-	if len(dst)-at == 2 {
+	case k == rawNull || len(dst)-at == 2:
 		return dst[:mark], nil
 	}
 	frag, _ := str(args) // read only now: its raw token is written

@@ -216,3 +216,66 @@ func TestMessagesToChatRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestRawStringsStayJSON: every string copied as the client or upstream
+// wrote it stays that JSON string, whatever escapes it holds (a string
+// read before its copy would be re-quoted by strconv's rules, which write
+// \x01 and \U0001f600: not JSON).
+func TestRawStringsStayJSON(t *testing.T) {
+	const s = `a\u0001\"b\\c\u2028\ud83d\ude00\/d`
+	want := "a\x01\"b\\c\u2028😀/d"
+	in := `{"model":"c","system":"` + s + `","metadata":{"user_id":"` + s + `"},"stop_sequences":["` + s + `"],` +
+		`"tools":[{"name":"` + s + `","description":"` + s + `"}],"tool_choice":{"type":"tool","name":"` + s + `"},"messages":[` +
+		`{"role":"user","content":"` + s + `"},` +
+		`{"role":"assistant","content":[{"type":"text","text":"` + s + `"},{"type":"tool_use","id":"` + s + `","name":"` + s + `","input":{"k":"` + s + `"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + s + `","content":"` + s + `"},{"type":"text","text":"` + s + `"},{"type":"text","text":"` + s + `"}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":[{"type":"text","text":"` + s + `"}]}]}]}`
+	out, _, err := MessagesToChat(nil, []byte(in), Options{Model: []byte("m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req struct {
+		User     string   `json:"user"`
+		Stop     []string `json:"stop"`
+		Messages []struct {
+			Content   any `json:"content"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Function struct{ Name, Arguments string }
+			} `json:"tool_calls"`
+			ToolCallID string `json:"tool_call_id"`
+		} `json:"messages"`
+		Tools []struct {
+			Function struct{ Name, Description string }
+		} `json:"tools"`
+		ToolChoice struct{ Function struct{ Name string } } `json:"tool_choice"`
+	}
+	if err := json.Unmarshal(out, &req); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	m := req.Messages
+	got := []any{req.User, req.Stop[0], req.Tools[0].Function.Name, req.Tools[0].Function.Description, req.ToolChoice.Function.Name,
+		m[0].Content, m[1].Content, m[2].Content, m[2].ToolCalls[0].ID, m[2].ToolCalls[0].Function.Name,
+		m[3].ToolCallID, m[3].Content, m[5].Content}
+	for i, g := range got {
+		if g != want {
+			t.Errorf("string %d: %q, want %q", i, g, want)
+		}
+	}
+	if m[4].Content.([]any)[0].(map[string]any)["text"] != want || m[2].ToolCalls[0].Function.Arguments != `{"k":"`+s+`"}` {
+		t.Errorf("parts %v, arguments %s", m[4].Content, m[2].ToolCalls[0].Function.Arguments)
+	}
+	// The answer's text and refusal, the same.
+	ans := `{"id":"` + s + `","choices":[{"message":{"content":"` + s + `","refusal":"` + s + `","tool_calls":[{"id":"` + s + `","function":{"name":"` + s + `","arguments":"{}"}}]}}]}`
+	out, err = ChatToMessages(nil, []byte(ans), []byte("m"))
+	var msg struct {
+		ID      string `json:"id"`
+		Content []struct{ Text, ID, Name string }
+	}
+	if err != nil || json.Unmarshal(out, &msg) != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if msg.ID != "msg_"+want || msg.Content[0].Text != want || msg.Content[1].Text != want || msg.Content[2].ID != want || msg.Content[2].Name != want {
+		t.Errorf("%+v", msg)
+	}
+}
