@@ -6,9 +6,11 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/internal/cputime"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -19,7 +21,9 @@ import (
 // openai member), and relaying one streamed text event (native: the
 // Messages event relay; translated: a chat chunk in, a Messages event out).
 //
-//	go test ./provider -run '^$' -bench 'MessagesBuild|MessagesStreamEvent' -benchtime=1s
+//	go test ./provider -run '^$' -bench 'MessagesBuild|MessagesStreamEvent' -cpu 1 -count 5
+//
+// cpu-ns/op is the process's CPU time per operation (see reportCPU).
 
 // benchMessagesBody returns a Messages request of about size bytes as an
 // agent sends it: system blocks, tools with schemas, and a history of
@@ -74,6 +78,7 @@ func BenchmarkMessagesBuild(b *testing.B) {
 				ep.PrepareURIs(OpenAIAdapter{})
 				b.ReportAllocs()
 				b.SetBytes(int64(len(body)))
+				defer reportCPU(b, cputime.Process())
 				b.RunParallel(func(pb *testing.PB) {
 					req := fasthttp.AcquireRequest()
 					defer fasthttp.ReleaseRequest(req)
@@ -91,6 +96,12 @@ func BenchmarkMessagesBuild(b *testing.B) {
 	}
 }
 
+// reportCPU reports the process's CPU time per operation since cpu0: on a
+// shared machine it says more than the wall time.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
 // benchStream measures one Next (one client event) of dec over the
 // upstream's event repeated, with the relay's write and flush.
 func benchStream(b *testing.B, dec StreamDecoder, event []byte) {
@@ -102,6 +113,7 @@ func benchStream(b *testing.B, dec StreamDecoder, event []byte) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(event)))
 	b.ResetTimer()
+	defer reportCPU(b, cputime.Process())
 	for range b.N {
 		var err error
 		if dst, err = dec.Next(dst[:0], r); err != nil || len(dst) == 0 {

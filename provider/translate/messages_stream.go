@@ -60,39 +60,79 @@ func (s *messagesStream) Chunk(dst, data []byte) ([]byte, error) {
 	p := msgParsers.Get()
 	defer msgParsers.Put(p)
 	v, err := p.ParseBytes(data)
-	if err != nil || v.GetObject() == nil {
+	top := v.GetObject()
+	if err != nil || top == nil {
 		return dst, errChunk
 	}
+	// One pass over each object's members (first copy wins, as Get's):
+	// a Get of a member the chunk lacks (usage, refusal, tool_calls, most
+	// of the time) would scan its keys twice.
+	var id, choices, usage *fastjson.Value
+	top.Visit(func(k []byte, v *fastjson.Value) {
+		switch string(k) {
+		case "id":
+			id = first(id, v)
+		case "choices":
+			choices = first(choices, v)
+		case "usage":
+			usage = first(usage, v)
+		}
+	})
 	if !s.started {
 		s.started = true
-		dst = s.messageStart(dst, v.Get("id"))
+		dst = s.messageStart(dst, id)
 	}
-	if u := v.Get("usage"); u.GetObject() != nil {
-		s.usage = readUsage(u)
+	if usage.GetObject() != nil {
+		s.usage = readUsage(usage)
 	}
-	choices := v.GetArray("choices")
-	if len(choices) == 0 {
+	list := choices.GetArray()
+	if len(list) == 0 {
 		return dst, nil // a usage chunk, or a keep-alive
 	}
-	c := choices[0]
-	if d := c.Get("delta"); d.GetObject() != nil {
-		if dst, err = s.text(dst, d.Get("content")); err != nil {
-			return dst, err
+	var delta, finish *fastjson.Value
+	list[0].GetObject().Visit(func(k []byte, v *fastjson.Value) {
+		switch string(k) {
+		case "delta":
+			delta = first(delta, v)
+		case "finish_reason":
+			finish = first(finish, v)
 		}
-		if dst, err = s.text(dst, d.Get("refusal")); err != nil {
-			return dst, err
+	})
+	var content, refusal, calls *fastjson.Value
+	delta.GetObject().Visit(func(k []byte, v *fastjson.Value) {
+		switch string(k) {
+		case "content":
+			content = first(content, v)
+		case "refusal":
+			refusal = first(refusal, v)
+		case "tool_calls":
+			calls = first(calls, v)
 		}
-		for _, tc := range d.GetArray("tool_calls") {
-			if dst, err = s.toolCall(dst, tc); err != nil {
-				return dst, err
-			}
+	})
+	if dst, err = s.text(dst, content); err != nil {
+		return dst, err
+	}
+	if dst, err = s.text(dst, refusal); err != nil {
+		return dst, err
+	}
+	for _, tc := range calls.GetArray() {
+		if dst, err = s.toolCall(dst, tc); err != nil {
+			return dst, err
 		}
 	}
-	if fr, ok := str(c.Get("finish_reason")); ok && len(fr) > 0 {
+	if fr, ok := str(finish); ok && len(fr) > 0 {
 		s.stop = stopReason(fr)
 		return s.closeBlock(dst)
 	}
 	return dst, nil
+}
+
+// first is a member's value as Get finds it: the first copy.
+func first(had, v *fastjson.Value) *fastjson.Value {
+	if had != nil {
+		return had
+	}
+	return v
 }
 
 // Done implements Stream: the open block closed, message_delta with the
