@@ -1,0 +1,488 @@
+package translate
+
+// The conversation: instructions and input items become chat messages.
+
+import (
+	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
+	"github.com/switchyard/switchyard/internal/jsonw"
+)
+
+// itemKind is what an input item becomes.
+type itemKind uint8
+
+const (
+	kindSkip    itemKind = iota // dropped: reasoning, hosted tool calls, unknown types
+	kindMessage                 // a chat message
+	kindCall                    // an assistant tool call
+	kindOutput                  // a tool message
+)
+
+func kindOf(typ string) itemKind {
+	switch typ {
+	case "message":
+		return kindMessage
+	case "function_call", "custom_tool_call":
+		return kindCall
+	case "function_call_output", "custom_tool_call_output":
+		return kindOutput
+	}
+	return kindSkip
+}
+
+// conversation writes instructions and input as chat messages.
+func (r *respRequest) conversation(root *fastjson.Value) error {
+	if v := root.Get("instructions"); !respNull(v) {
+		s, ok := respStr(v)
+		if !ok {
+			return respInvalid("instructions must be a string")
+		}
+		if s != "" {
+			r.openMessage("system")
+			r.dst = jsonw.String(r.dst, s)
+			r.dst = append(r.dst, '}')
+		}
+	}
+	in := root.Get("input")
+	if s, ok := respStr(in); ok {
+		r.openMessage("user")
+		r.dst = jsonw.String(r.dst, s)
+		r.dst = append(r.dst, '}')
+		return nil
+	}
+	if in == nil || in.Type() != fastjson.TypeArray {
+		return respInvalid("input must be a string or an array of items")
+	}
+	items, _ := in.Array()
+	// Images in tool outputs follow the run of tool messages as one user
+	// message: chat tool messages carry text only, and every tool result
+	// must directly follow its call.
+	imagesFrom := -1
+	for i, it := range items {
+		if it.Type() != fastjson.TypeObject {
+			return respInvalid(at("input", i) + " must be an object")
+		}
+		typ, err := itemType(it, i)
+		if err != nil {
+			return err
+		}
+		if typ == "item_reference" {
+			return &Error{Status: 400, Code: codeUnsupportedParameter,
+				Message: at("input", i) + ": item_reference is not supported by this model's provider, which keeps no items: send the item itself"}
+		}
+		kind := kindOf(typ)
+		if imagesFrom >= 0 && (kind == kindMessage || kind == kindCall) {
+			r.outputImages(items[imagesFrom:i])
+			imagesFrom = -1
+		}
+		switch kind {
+		case kindMessage:
+			err = r.message(it, i)
+		case kindCall:
+			err = r.call(it, i, typ == "custom_tool_call")
+		case kindOutput:
+			var images bool
+			images, err = r.output(it, i)
+			if images && imagesFrom < 0 {
+				imagesFrom = i
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if imagesFrom >= 0 {
+		r.outputImages(items[imagesFrom:])
+	}
+	r.closeAssistant()
+	if r.n == 0 {
+		return respInvalid("input holds no message a chat model can read")
+	}
+	return nil
+}
+
+// itemType returns an input item's type; an item with a role and no type
+// is a message.
+func itemType(it *fastjson.Value, i int) (string, error) {
+	t := it.Get("type")
+	if respNull(t) {
+		if it.Get("role") != nil {
+			return "message", nil
+		}
+		return "", respInvalid(at("input", i) + " needs a type")
+	}
+	typ, ok := respStr(t)
+	if !ok {
+		return "", respInvalid(at("input", i) + ".type must be a string")
+	}
+	return typ, nil
+}
+
+// openMessage closes an open assistant message and opens a message of
+// role up to its content's value: {"role":"…","content":
+func (r *respRequest) openMessage(role string) {
+	r.closeAssistant()
+	if r.n > 0 {
+		r.dst = append(r.dst, ',')
+	}
+	r.n++
+	r.dst = append(r.dst, `{"role":"`...)
+	r.dst = append(r.dst, role...)
+	r.dst = append(r.dst, `","content":`...)
+}
+
+func (r *respRequest) closeAssistant() {
+	switch r.asst {
+	case asstText:
+		r.dst = append(r.dst, '}')
+	case asstCalls:
+		r.dst = append(r.dst, "]}"...)
+	}
+	r.asst = asstNone
+}
+
+// mark and rollback undo a message that turned out to have no content.
+type mark struct{ len, n int }
+
+func (r *respRequest) mark() mark { return mark{len(r.dst), r.n} }
+
+func (r *respRequest) rollback(m mark) { r.dst, r.n = r.dst[:m.len], m.n }
+
+// message writes a message item: developer becomes system (the chat
+// providers behind this translation know system only).
+func (r *respRequest) message(it *fastjson.Value, i int) error {
+	role, _ := respStr(it.Get("role"))
+	content := it.Get("content")
+	switch role {
+	case "user":
+		return r.userMessage(content, i)
+	case "assistant":
+		return r.assistantMessage(content, i)
+	case "system", "developer":
+		return r.systemMessage(content, i)
+	}
+	return respInvalid(at("input", i) + ".role must be user, assistant, system or developer")
+}
+
+// contentParts returns a message's content parts, or its string content.
+func contentParts(content *fastjson.Value, i int) (parts []*fastjson.Value, s string, isString bool, err error) {
+	if s, ok := respStr(content); ok {
+		return nil, s, true, nil
+	}
+	if content == nil || content.Type() != fastjson.TypeArray {
+		return nil, "", false, respInvalid(at("input", i) + ".content must be a string or an array of parts")
+	}
+	parts, _ = content.Array()
+	for j, p := range parts {
+		if p.Type() != fastjson.TypeObject {
+			return nil, "", false, respInvalid(at(at("input", i)+".content", j) + " must be an object")
+		}
+	}
+	return parts, "", false, nil
+}
+
+// partText returns a text-bearing part's text (input_text, output_text,
+// and refusal when refusals count) and whether the part is one.
+func partText(p *fastjson.Value, refusals bool, i, j int) (string, bool, error) {
+	typ, _ := respStr(p.Get("type"))
+	key := "text"
+	switch typ {
+	case "input_text", "output_text":
+	case "refusal":
+		if !refusals {
+			return "", false, nil
+		}
+		key = "refusal"
+	default:
+		return "", false, nil
+	}
+	s, ok := respStr(p.Get(key))
+	if !ok {
+		return "", false, respInvalid(at(at("input", i)+".content", j) + "." + key + " must be a string")
+	}
+	return s, true, nil
+}
+
+func (r *respRequest) userMessage(content *fastjson.Value, i int) error {
+	parts, s, isString, err := contentParts(content, i)
+	if err != nil {
+		return err
+	}
+	if isString {
+		r.openMessage("user")
+		r.dst = jsonw.String(r.dst, s)
+		r.dst = append(r.dst, '}')
+		return nil
+	}
+	m := r.mark()
+	r.openMessage("user")
+	r.dst = append(r.dst, '[')
+	n := 0
+	for j, p := range parts {
+		before := len(r.dst)
+		if n > 0 {
+			r.dst = append(r.dst, ',')
+		}
+		if text, ok, err := partText(p, false, i, j); err != nil {
+			return err
+		} else if ok {
+			r.dst = append(r.dst, `{"type":"text","text":`...)
+			r.dst = jsonw.String(r.dst, text)
+			r.dst = append(r.dst, '}')
+			n++
+			continue
+		}
+		if typ, _ := respStr(p.Get("type")); typ == "input_image" {
+			wrote, err := r.imagePart(p, at(at("input", i)+".content", j))
+			if err != nil {
+				return err
+			}
+			if wrote {
+				n++
+				continue
+			}
+		}
+		// input_file, an image by file_id, unknown parts: dropped.
+		r.dst = r.dst[:before]
+	}
+	if n == 0 {
+		r.rollback(m)
+		return nil
+	}
+	r.dst = append(r.dst, "]}"...)
+	return nil
+}
+
+// imagePart writes an input_image given by URL (http(s) or data:) as an
+// image_url part; one given only by file_id has no chat counterpart.
+func (r *respRequest) imagePart(p *fastjson.Value, path string) (bool, error) {
+	u := p.Get("image_url")
+	if respNull(u) {
+		return false, nil
+	}
+	url, ok := respStr(u)
+	if !ok {
+		return false, respInvalid(path + ".image_url must be a string")
+	}
+	r.dst = append(r.dst, `{"type":"image_url","image_url":{"url":`...)
+	r.dst = jsonw.String(r.dst, url)
+	switch d, _ := respStr(p.Get("detail")); d {
+	case "low", "high", "auto":
+		r.dst = appendKeyString(r.dst, "detail", d)
+	}
+	r.dst = append(r.dst, "}}"...)
+	return true, nil
+}
+
+// assistantMessage writes an assistant message's text (output_text parts
+// and refusals, joined) and leaves it open for the tool calls after it.
+func (r *respRequest) assistantMessage(content *fastjson.Value, i int) error {
+	parts, s, isString, err := contentParts(content, i)
+	if err != nil {
+		return err
+	}
+	if isString {
+		r.openMessage("assistant")
+		r.dst = jsonw.String(r.dst, s)
+		r.asst = asstText
+		return nil
+	}
+	m := r.mark()
+	r.openMessage("assistant")
+	r.dst = append(r.dst, '"')
+	n := 0
+	for j, p := range parts {
+		text, ok, err := partText(p, true, i, j)
+		if err != nil {
+			return err
+		}
+		if ok {
+			r.dst = appendEscaped(r.dst, text)
+			n++
+		}
+	}
+	if n == 0 {
+		r.rollback(m)
+		return nil
+	}
+	r.dst = append(r.dst, '"')
+	r.asst = asstText
+	return nil
+}
+
+// systemMessage writes a system or developer message's text parts joined
+// by new lines (chat system messages carry text only).
+func (r *respRequest) systemMessage(content *fastjson.Value, i int) error {
+	parts, s, isString, err := contentParts(content, i)
+	if err != nil {
+		return err
+	}
+	if isString {
+		r.openMessage("system")
+		r.dst = jsonw.String(r.dst, s)
+		r.dst = append(r.dst, '}')
+		return nil
+	}
+	m := r.mark()
+	r.openMessage("system")
+	r.dst = append(r.dst, '"')
+	n := 0
+	for j, p := range parts {
+		text, ok, err := partText(p, false, i, j)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if n > 0 {
+				r.dst = append(r.dst, `\n`...)
+			}
+			r.dst = appendEscaped(r.dst, text)
+			n++
+		}
+	}
+	if n == 0 {
+		r.rollback(m)
+		return nil
+	}
+	r.dst = append(r.dst, `"}`...)
+	return nil
+}
+
+// call writes a function_call or custom_tool_call as an assistant tool
+// call, joining the assistant message (text or calls) right before it.
+func (r *respRequest) call(it *fastjson.Value, i int, custom bool) error {
+	path := at("input", i)
+	callID, ok := respStr(it.Get("call_id"))
+	if !ok || callID == "" {
+		return respInvalid(path + ".call_id must be a non-empty string")
+	}
+	t := toolName{custom: custom}
+	if t.name, ok = respStr(it.Get("name")); !ok || t.name == "" {
+		return respInvalid(path + ".name must be a non-empty string")
+	}
+	if ns := it.Get("namespace"); !respNull(ns) {
+		if t.ns, ok = respStr(ns); !ok {
+			return respInvalid(path + ".namespace must be a string")
+		}
+	}
+	var args string
+	if custom {
+		input, ok := respStr(it.Get("input"))
+		if !ok {
+			return respInvalid(path + ".input must be a string")
+		}
+		// The custom tool's chat function takes {"input": "…"}.
+		r.scratch = append(r.scratch[:0], `{"input":`...)
+		r.scratch = jsonw.String(r.scratch, input)
+		r.scratch = append(r.scratch, '}')
+		args = byteconv.String(r.scratch)
+	} else if a := it.Get("arguments"); !respNull(a) {
+		if args, ok = respStr(a); !ok {
+			return respInvalid(path + ".arguments must be a string")
+		}
+	} else {
+		args = "{}"
+	}
+	switch r.asst {
+	case asstText:
+		r.dst = append(r.dst, `,"tool_calls":[`...)
+	case asstCalls:
+		r.dst = append(r.dst, ',')
+	default:
+		r.openMessage("assistant")
+		r.dst = append(r.dst, `null,"tool_calls":[`...)
+	}
+	r.asst = asstCalls
+	r.dst = append(r.dst, `{"id":`...)
+	r.dst = jsonw.String(r.dst, callID)
+	r.dst = append(r.dst, `,"type":"function","function":{"name":`...)
+	r.dst = appendChatToolNameJSON(r.dst, t)
+	r.dst = append(r.dst, `,"arguments":`...)
+	r.dst = jsonw.String(r.dst, args)
+	r.dst = append(r.dst, "}}"...)
+	return nil
+}
+
+// output writes a function_call_output or custom_tool_call_output as a
+// tool message: a string output, or the text parts of a list joined by
+// new lines. It reports whether the list holds images (sent after the
+// run of tool messages by outputImages).
+func (r *respRequest) output(it *fastjson.Value, i int) (images bool, err error) {
+	path := at("input", i)
+	callID, ok := respStr(it.Get("call_id"))
+	if !ok || callID == "" {
+		return false, respInvalid(path + ".call_id must be a non-empty string")
+	}
+	out := it.Get("output")
+	r.openMessage("tool")
+	if s, ok := respStr(out); ok {
+		r.dst = jsonw.String(r.dst, s)
+	} else if out != nil && out.Type() == fastjson.TypeArray {
+		parts, _ := out.Array()
+		r.dst = append(r.dst, '"')
+		n := 0
+		for j, p := range parts {
+			if p.Type() != fastjson.TypeObject {
+				return false, respInvalid(at(path+".output", j) + " must be an object")
+			}
+			switch typ, _ := respStr(p.Get("type")); typ {
+			case "input_text", "output_text":
+				s, ok := respStr(p.Get("text"))
+				if !ok {
+					return false, respInvalid(at(path+".output", j) + ".text must be a string")
+				}
+				if n > 0 {
+					r.dst = append(r.dst, `\n`...)
+				}
+				r.dst = appendEscaped(r.dst, s)
+				n++
+			case "input_image":
+				if u, ok := respStr(p.Get("image_url")); ok && u != "" {
+					images = true
+				}
+			}
+		}
+		r.dst = append(r.dst, '"')
+	} else {
+		return false, respInvalid(path + ".output must be a string or an array of parts")
+	}
+	r.dst = append(r.dst, `,"tool_call_id":`...)
+	r.dst = jsonw.String(r.dst, callID)
+	r.dst = append(r.dst, '}')
+	return images, nil
+}
+
+// outputImages writes the images of the tool outputs among items as one
+// user message.
+func (r *respRequest) outputImages(items []*fastjson.Value) {
+	m := r.mark()
+	r.openMessage("user")
+	r.dst = append(r.dst, '[')
+	n := 0
+	for _, it := range items {
+		if typ, _ := respStr(it.Get("type")); kindOf(typ) != kindOutput {
+			continue
+		}
+		parts, _ := it.Get("output").Array()
+		for _, p := range parts {
+			if typ, _ := respStr(p.Get("type")); typ != "input_image" {
+				continue
+			}
+			before := len(r.dst)
+			if n > 0 {
+				r.dst = append(r.dst, ',')
+			}
+			if wrote, err := r.imagePart(p, ""); err != nil || !wrote {
+				r.dst = r.dst[:before]
+				continue
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		r.rollback(m)
+		return
+	}
+	r.dst = append(r.dst, "]}"...)
+}

@@ -1,0 +1,124 @@
+package translate
+
+// The byte-level helpers the Responses translator shares between its
+// request, answer and stream halves: a parser pool, typed reads of parsed
+// values, and writers that escape with jsonw so every output is valid JSON.
+
+import (
+	"strconv"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
+	"github.com/switchyard/switchyard/internal/jsonw"
+)
+
+// respParsers parses Responses requests and chat answers; a parsed value
+// never outlives the call that got the parser.
+var respParsers fastjson.ParserPool
+
+// respStr returns v's string value, viewing the parser's memory, and
+// whether v is a string at all.
+func respStr(v *fastjson.Value) (string, bool) {
+	if v == nil || v.Type() != fastjson.TypeString {
+		return "", false
+	}
+	b, _ := v.StringBytes()
+	return byteconv.String(b), true
+}
+
+// respNull reports whether v is absent or JSON null.
+func respNull(v *fastjson.Value) bool {
+	return v == nil || v.Type() == fastjson.TypeNull
+}
+
+// appendRespValue re-serializes a parsed value. fastjson's own MarshalTo
+// quotes strings with strconv rules, which are not always JSON's; every
+// string and key here goes through jsonw.String.
+func appendRespValue(dst []byte, v *fastjson.Value) []byte {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		dst = append(dst, '{')
+		first := true
+		o.Visit(func(k []byte, vv *fastjson.Value) {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = jsonw.String(dst, byteconv.String(k))
+			dst = append(dst, ':')
+			dst = appendRespValue(dst, vv)
+		})
+		return append(dst, '}')
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		dst = append(dst, '[')
+		for i, vv := range a {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendRespValue(dst, vv)
+		}
+		return append(dst, ']')
+	case fastjson.TypeString:
+		s, _ := respStr(v)
+		return jsonw.String(dst, s)
+	default: // numbers as written, true, false, null
+		return v.MarshalTo(dst)
+	}
+}
+
+// appendEscaped appends s escaped as the inside of a JSON string (no
+// quotes), so several pieces can form one string literal.
+func appendEscaped(dst []byte, s string) []byte {
+	n := len(dst)
+	dst = jsonw.String(dst, s)
+	copy(dst[n:], dst[n+1:len(dst)-1])
+	return dst[:len(dst)-2]
+}
+
+// appendKeyString appends ,"key":"s".
+func appendKeyString(dst []byte, key, s string) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, key...)
+	dst = append(dst, '"', ':')
+	return jsonw.String(dst, s)
+}
+
+// appendKeyInt appends ,"key":n.
+func appendKeyInt(dst []byte, key string, n int64) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, key...)
+	dst = append(dst, '"', ':')
+	return strconv.AppendInt(dst, n, 10)
+}
+
+// appendIDPart appends s keeping only the bytes an item id may hold
+// ([A-Za-z0-9_-]), at most max of them: upstream ids become parts of the
+// ids the client sees and must not carry anything else.
+func appendIDPart(dst []byte, s string, max int) []byte {
+	n := 0
+	for i := 0; i < len(s) && n < max; i++ {
+		if c := s[i]; c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			dst = append(dst, c)
+			n++
+		}
+	}
+	return dst
+}
+
+// appendHash64 appends the FNV-1a hash of b as 16 hex digits: the id of
+// an answer whose upstream sent none, derived so the function stays pure.
+func appendHash64(dst, b []byte) []byte {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	const hex = "0123456789abcdef"
+	for shift := 60; shift >= 0; shift -= 4 {
+		dst = append(dst, hex[(h>>uint(shift))&0xf])
+	}
+	return dst
+}
