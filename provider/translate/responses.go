@@ -35,7 +35,7 @@ func at(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 // concurrent use; nothing in it outlives the call.
 type respRequest struct {
 	dst     []byte
-	dropped []string // returned to the caller, never pooled
+	dropped []string
 	n       int      // chat messages written
 	asst    asstState
 	// tools holds the identities of the tools written (views of the
@@ -58,7 +58,9 @@ const (
 var respRequests = sync.Pool{New: func() any { return new(respRequest) }}
 
 func (r *respRequest) release() {
-	r.dst, r.dropped = nil, nil
+	r.dst = nil
+	clear(r.dropped)
+	r.dropped = r.dropped[:0]
 	r.n, r.asst = 0, asstNone
 	clear(r.tools)
 	r.tools = r.tools[:0]
@@ -67,9 +69,10 @@ func (r *respRequest) release() {
 
 // ResponsesToChat appends to dst the chat completions request for the
 // Responses API request body, and returns the tool types it dropped (for
-// X-Gateway-Dropped-Tools). A request it cannot express is an *Error
-// (400); dst is then returned as it was. The mapping, each dropped field
-// and why, is in docs/providers.md (Responses API on every provider).
+// X-Gateway-Dropped-Tools; read-only, possibly shared). A request it cannot
+// express is an *Error (400); dst is then returned as it was. The mapping,
+// each dropped field and why, is in docs/providers.md (Responses API on
+// every provider).
 func ResponsesToChat(dst, body []byte, o Options) (out []byte, dropped []string, err error) {
 	p := respParsers.Get()
 	defer respParsers.Put(p)
@@ -87,7 +90,31 @@ func ResponsesToChat(dst, body []byte, o Options) (out []byte, dropped []string,
 	if err := r.request(root, o); err != nil {
 		return r.dst[:start], nil, err
 	}
-	return r.dst, r.dropped, nil
+	return r.dst, r.takeDropped(), nil
+}
+
+// droppedAlone holds, for each tool type the gateway knows, a one-element
+// list of it: Codex drops web_search on every request, and sharing the
+// list keeps that request free of allocations.
+var droppedAlone = func() map[string][]string {
+	m := map[string][]string{}
+	for _, t := range hostedTools {
+		m[t] = []string{t}
+	}
+	return m
+}()
+
+// takeDropped returns the dropped tool types for the caller.
+func (r *respRequest) takeDropped() []string {
+	switch len(r.dropped) {
+	case 0:
+		return nil
+	case 1:
+		if l, ok := droppedAlone[r.dropped[0]]; ok {
+			return l
+		}
+	}
+	return append([]string(nil), r.dropped...)
 }
 
 // refuseStoredState refuses what only a member holding OpenAI's stored
@@ -141,7 +168,10 @@ func (r *respRequest) params(root *fastjson.Value, o Options) error {
 		} else {
 			r.dst = append(r.dst, `,"max_tokens":`...)
 		}
-		r.dst = v.MarshalTo(r.dst)
+		var ok bool
+		if r.dst, ok = appendNumber(r.dst, v); !ok {
+			return respInvalid("max_output_tokens must be a positive integer")
+		}
 	}
 	for _, k := range [...]string{"temperature", "top_p"} {
 		if v := root.Get(k); !respNull(v) {
@@ -151,7 +181,10 @@ func (r *respRequest) params(root *fastjson.Value, o Options) error {
 			r.dst = append(r.dst, ',', '"')
 			r.dst = append(r.dst, k...)
 			r.dst = append(r.dst, '"', ':')
-			r.dst = v.MarshalTo(r.dst)
+			var ok bool
+			if r.dst, ok = appendNumber(r.dst, v); !ok {
+				return respInvalid(k + " must be a number")
+			}
 		}
 	}
 	// user, or its successor safety_identifier when user is absent.
@@ -259,7 +292,10 @@ func (r *respRequest) textFormat(text *fastjson.Value) error {
 		r.dst = s.MarshalTo(r.dst)
 	}
 	r.dst = append(r.dst, `,"schema":`...)
-	r.dst = appendRespValue(r.dst, schema)
+	var ok2 bool
+	if r.dst, ok2 = appendRespValue(r.dst, schema); !ok2 {
+		return respInvalid("text.format.schema holds a number that is not JSON")
+	}
 	r.dst = append(r.dst, "}}"...)
 	return nil
 }

@@ -142,7 +142,7 @@ func appendResponseObject(dst []byte, m *respMeta, st respStatus, output []byte,
 	dst = jsonw.String(dst, byteconv.String(m.model))
 	dst = append(dst, `,"output":[`...)
 	dst = append(dst, output...)
-	dst = append(dst, `],"parallel_tool_calls":true,"previous_response_id":null,"store":false,"temperature":null,"tool_choice":"auto","tools":[],"top_p":null,"truncation":"disabled","usage":`...)
+	dst = append(dst, `],"parallel_tool_calls":true,"previous_response_id":null,"temperature":null,"tool_choice":"auto","tools":[],"top_p":null,"truncation":"disabled","usage":`...)
 	dst = appendRespUsage(dst, u)
 	return append(dst, `,"user":null,"metadata":{}}`...)
 }

@@ -61,7 +61,7 @@ func (r *respRequest) conversation(root *fastjson.Value) error {
 	imagesFrom := -1
 	for i, it := range items {
 		if it.Type() != fastjson.TypeObject {
-			return respInvalid(at("input", i) + " must be an object")
+			return itemErr(i, " must be an object")
 		}
 		typ, err := itemType(it, i)
 		if err != nil {
@@ -102,6 +102,14 @@ func (r *respRequest) conversation(root *fastjson.Value) error {
 	return nil
 }
 
+// itemErr is the error for input[i] with msg (".field must …").
+func itemErr(i int, msg string) error { return respInvalid(at("input", i) + msg) }
+
+// partErr is the error for input[i].list[j] with msg.
+func partErr(i int, list string, j int, msg string) error {
+	return respInvalid(at(at("input", i)+"."+list, j) + msg)
+}
+
 // itemType returns an input item's type; an item with a role and no type
 // is a message.
 func itemType(it *fastjson.Value, i int) (string, error) {
@@ -110,11 +118,11 @@ func itemType(it *fastjson.Value, i int) (string, error) {
 		if it.Get("role") != nil {
 			return "message", nil
 		}
-		return "", respInvalid(at("input", i) + " needs a type")
+		return "", itemErr(i, " needs a type")
 	}
 	typ, ok := respStr(t)
 	if !ok {
-		return "", respInvalid(at("input", i) + ".type must be a string")
+		return "", itemErr(i, ".type must be a string")
 	}
 	return typ, nil
 }
@@ -162,7 +170,7 @@ func (r *respRequest) message(it *fastjson.Value, i int) error {
 	case "system", "developer":
 		return r.systemMessage(content, i)
 	}
-	return respInvalid(at("input", i) + ".role must be user, assistant, system or developer")
+	return itemErr(i, ".role must be user, assistant, system or developer")
 }
 
 // contentParts returns a message's content parts, or its string content.
@@ -171,12 +179,12 @@ func contentParts(content *fastjson.Value, i int) (parts []*fastjson.Value, s st
 		return nil, s, true, nil
 	}
 	if content == nil || content.Type() != fastjson.TypeArray {
-		return nil, "", false, respInvalid(at("input", i) + ".content must be a string or an array of parts")
+		return nil, "", false, itemErr(i, ".content must be a string or an array of parts")
 	}
 	parts, _ = content.Array()
 	for j, p := range parts {
 		if p.Type() != fastjson.TypeObject {
-			return nil, "", false, respInvalid(at(at("input", i)+".content", j) + " must be an object")
+			return nil, "", false, partErr(i, "content", j, " must be an object")
 		}
 	}
 	return parts, "", false, nil
@@ -199,7 +207,7 @@ func partText(p *fastjson.Value, refusals bool, i, j int) (string, bool, error) 
 	}
 	s, ok := respStr(p.Get(key))
 	if !ok {
-		return "", false, respInvalid(at(at("input", i)+".content", j) + "." + key + " must be a string")
+		return "", false, partErr(i, "content", j, "."+key+" must be a string")
 	}
 	return s, true, nil
 }
@@ -234,7 +242,7 @@ func (r *respRequest) userMessage(content *fastjson.Value, i int) error {
 			continue
 		}
 		if typ, _ := respStr(p.Get("type")); typ == "input_image" {
-			wrote, err := r.imagePart(p, at(at("input", i)+".content", j))
+			wrote, err := r.imagePart(p, i, j)
 			if err != nil {
 				return err
 			}
@@ -256,14 +264,15 @@ func (r *respRequest) userMessage(content *fastjson.Value, i int) error {
 
 // imagePart writes an input_image given by URL (http(s) or data:) as an
 // image_url part; one given only by file_id has no chat counterpart.
-func (r *respRequest) imagePart(p *fastjson.Value, path string) (bool, error) {
+// i and j locate the part (input[i].content[j]) for the error.
+func (r *respRequest) imagePart(p *fastjson.Value, i, j int) (bool, error) {
 	u := p.Get("image_url")
 	if respNull(u) {
 		return false, nil
 	}
 	url, ok := respStr(u)
 	if !ok {
-		return false, respInvalid(path + ".image_url must be a string")
+		return false, partErr(i, "content", j, ".image_url must be a string")
 	}
 	r.dst = append(r.dst, `{"type":"image_url","image_url":{"url":`...)
 	r.dst = jsonw.String(r.dst, url)
@@ -352,25 +361,24 @@ func (r *respRequest) systemMessage(content *fastjson.Value, i int) error {
 // call writes a function_call or custom_tool_call as an assistant tool
 // call, joining the assistant message (text or calls) right before it.
 func (r *respRequest) call(it *fastjson.Value, i int, custom bool) error {
-	path := at("input", i)
 	callID, ok := respStr(it.Get("call_id"))
 	if !ok || callID == "" {
-		return respInvalid(path + ".call_id must be a non-empty string")
+		return itemErr(i, ".call_id must be a non-empty string")
 	}
 	t := toolName{custom: custom}
 	if t.name, ok = respStr(it.Get("name")); !ok || t.name == "" {
-		return respInvalid(path + ".name must be a non-empty string")
+		return itemErr(i, ".name must be a non-empty string")
 	}
 	if ns := it.Get("namespace"); !respNull(ns) {
 		if t.ns, ok = respStr(ns); !ok {
-			return respInvalid(path + ".namespace must be a string")
+			return itemErr(i, ".namespace must be a string")
 		}
 	}
 	var args string
 	if custom {
 		input, ok := respStr(it.Get("input"))
 		if !ok {
-			return respInvalid(path + ".input must be a string")
+			return itemErr(i, ".input must be a string")
 		}
 		// The custom tool's chat function takes {"input": "…"}.
 		r.scratch = append(r.scratch[:0], `{"input":`...)
@@ -379,7 +387,7 @@ func (r *respRequest) call(it *fastjson.Value, i int, custom bool) error {
 		args = byteconv.String(r.scratch)
 	} else if a := it.Get("arguments"); !respNull(a) {
 		if args, ok = respStr(a); !ok {
-			return respInvalid(path + ".arguments must be a string")
+			return itemErr(i, ".arguments must be a string")
 		}
 	} else {
 		args = "{}"
@@ -409,10 +417,9 @@ func (r *respRequest) call(it *fastjson.Value, i int, custom bool) error {
 // new lines. It reports whether the list holds images (sent after the
 // run of tool messages by outputImages).
 func (r *respRequest) output(it *fastjson.Value, i int) (images bool, err error) {
-	path := at("input", i)
 	callID, ok := respStr(it.Get("call_id"))
 	if !ok || callID == "" {
-		return false, respInvalid(path + ".call_id must be a non-empty string")
+		return false, itemErr(i, ".call_id must be a non-empty string")
 	}
 	out := it.Get("output")
 	r.openMessage("tool")
@@ -424,13 +431,13 @@ func (r *respRequest) output(it *fastjson.Value, i int) (images bool, err error)
 		n := 0
 		for j, p := range parts {
 			if p.Type() != fastjson.TypeObject {
-				return false, respInvalid(at(path+".output", j) + " must be an object")
+				return false, partErr(i, "output", j, " must be an object")
 			}
 			switch typ, _ := respStr(p.Get("type")); typ {
 			case "input_text", "output_text":
 				s, ok := respStr(p.Get("text"))
 				if !ok {
-					return false, respInvalid(at(path+".output", j) + ".text must be a string")
+					return false, partErr(i, "output", j, ".text must be a string")
 				}
 				if n > 0 {
 					r.dst = append(r.dst, `\n`...)
@@ -445,7 +452,7 @@ func (r *respRequest) output(it *fastjson.Value, i int) (images bool, err error)
 		}
 		r.dst = append(r.dst, '"')
 	} else {
-		return false, respInvalid(path + ".output must be a string or an array of parts")
+		return false, itemErr(i, ".output must be a string or an array of parts")
 	}
 	r.dst = append(r.dst, `,"tool_call_id":`...)
 	r.dst = jsonw.String(r.dst, callID)
@@ -473,7 +480,7 @@ func (r *respRequest) outputImages(items []*fastjson.Value) {
 			if n > 0 {
 				r.dst = append(r.dst, ',')
 			}
-			if wrote, err := r.imagePart(p, ""); err != nil || !wrote {
+			if wrote, err := r.imagePart(p, 0, 0); err != nil || !wrote {
 				r.dst = r.dst[:before]
 				continue
 			}

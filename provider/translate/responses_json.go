@@ -33,24 +33,29 @@ func respNull(v *fastjson.Value) bool {
 }
 
 // appendRespValue re-serializes a parsed value. fastjson's own MarshalTo
-// quotes strings with strconv rules, which are not always JSON's; every
-// string and key here goes through jsonw.String.
-func appendRespValue(dst []byte, v *fastjson.Value) []byte {
+// quotes strings with strconv rules, which are not always JSON's, and
+// fastjson reads numbers leniently ("+1", ".", "NaN"): every string and key
+// here goes through jsonw.String, and a number that is not JSON's is
+// refused (false).
+func appendRespValue(dst []byte, v *fastjson.Value) ([]byte, bool) {
 	switch v.Type() {
 	case fastjson.TypeObject:
 		o, _ := v.Object()
 		dst = append(dst, '{')
-		first := true
+		first, ok := true, true
 		o.Visit(func(k []byte, vv *fastjson.Value) {
+			if !ok {
+				return
+			}
 			if !first {
 				dst = append(dst, ',')
 			}
 			first = false
 			dst = jsonw.String(dst, byteconv.String(k))
 			dst = append(dst, ':')
-			dst = appendRespValue(dst, vv)
+			dst, ok = appendRespValue(dst, vv)
 		})
-		return append(dst, '}')
+		return append(dst, '}'), ok
 	case fastjson.TypeArray:
 		a, _ := v.Array()
 		dst = append(dst, '[')
@@ -58,15 +63,67 @@ func appendRespValue(dst []byte, v *fastjson.Value) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendRespValue(dst, vv)
+			var ok bool
+			if dst, ok = appendRespValue(dst, vv); !ok {
+				return dst, false
+			}
 		}
-		return append(dst, ']')
+		return append(dst, ']'), true
 	case fastjson.TypeString:
 		s, _ := respStr(v)
-		return jsonw.String(dst, s)
-	default: // numbers as written, true, false, null
-		return v.MarshalTo(dst)
+		return jsonw.String(dst, s), true
+	case fastjson.TypeNumber:
+		return appendNumber(dst, v)
+	default: // true, false, null
+		return v.MarshalTo(dst), true
 	}
+}
+
+// appendNumber appends a number value as written, if it is a JSON number.
+func appendNumber(dst []byte, v *fastjson.Value) ([]byte, bool) {
+	n := len(dst)
+	dst = v.MarshalTo(dst)
+	if !jsonNumber(dst[n:]) {
+		return dst[:n], false
+	}
+	return dst, true
+}
+
+// jsonNumber reports whether b is a number in JSON's grammar:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func jsonNumber(b []byte) bool {
+	i := 0
+	digits := func() int {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
 }
 
 // appendEscaped appends s escaped as the inside of a JSON string (no

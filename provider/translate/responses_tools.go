@@ -199,7 +199,10 @@ func (r *respRequest) functionTool(t *fastjson.Value, ns string, loc toolLoc) er
 	}
 	if !respNull(params) {
 		r.dst = append(r.dst, `,"parameters":`...)
-		r.dst = appendRespValue(r.dst, params)
+		var ok bool
+		if r.dst, ok = appendRespValue(r.dst, params); !ok {
+			return loc.err(".parameters holds a number that is not JSON")
+		}
 	}
 	if !respNull(strict) {
 		r.dst = append(r.dst, `,"strict":`...)
@@ -280,41 +283,23 @@ func (r *respRequest) drop(typ string) {
 	r.dropped = append(r.dropped, name)
 }
 
+// hostedTools are the tool types a chat model cannot run: hosted by
+// OpenAI (search, code, computer, images, MCP, tool search) or run by the
+// client under OpenAI's own protocol (local_shell, shell, apply_patch).
+var hostedTools = [...]string{
+	"web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
+	"file_search", "code_interpreter", "computer_use_preview", "computer", "image_generation", "mcp",
+	"local_shell", "shell", "apply_patch", "tool_search", "programmatic_tool_calling",
+}
+
 // droppedName returns how a dropped tool type is reported: known types as
-// constants, others as sent when they look like a type name, so a header
-// never carries what a client wrote beyond [a-z0-9_.:-].
+// the constants above, others as sent when they look like a type name, so a
+// header never carries what a client wrote beyond [a-z0-9_.:-].
 func droppedName(typ string) string {
-	switch typ {
-	case "web_search":
-		return "web_search"
-	case "web_search_preview":
-		return "web_search_preview"
-	case "web_search_preview_2025_03_11":
-		return "web_search_preview_2025_03_11"
-	case "web_search_2025_08_26":
-		return "web_search_2025_08_26"
-	case "file_search":
-		return "file_search"
-	case "code_interpreter":
-		return "code_interpreter"
-	case "computer_use_preview":
-		return "computer_use_preview"
-	case "computer":
-		return "computer"
-	case "image_generation":
-		return "image_generation"
-	case "mcp":
-		return "mcp"
-	case "local_shell":
-		return "local_shell"
-	case "shell":
-		return "shell"
-	case "apply_patch":
-		return "apply_patch"
-	case "tool_search":
-		return "tool_search"
-	case "programmatic_tool_calling":
-		return "programmatic_tool_calling"
+	for _, t := range hostedTools {
+		if t == typ {
+			return t
+		}
 	}
 	if typ == "" || len(typ) > 64 {
 		return "unknown"
