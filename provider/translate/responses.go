@@ -36,7 +36,7 @@ func at(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 type respRequest struct {
 	dst     []byte
 	dropped []string
-	n       int      // chat messages written
+	n       int // chat messages written
 	asst    asstState
 	// tools holds the identities of the tools written (views of the
 	// parser's memory), for duplicate and tool_choice look-ups.
