@@ -197,3 +197,53 @@ func TestChatToResponsesSDK(t *testing.T) {
 		t.Fatalf("absent usage not null")
 	}
 }
+
+// An answer's output items, sent back as input (as Codex does, and as the
+// gateway's WebSocket memory does for it), become the assistant message
+// the chat model produced: text, then its tool calls with their ids and
+// names, custom and namespaced ones included.
+func TestChatToResponsesRoundTrip(t *testing.T) {
+	chat := answerCases[1].chat
+	out, err := ChatToResponses(nil, []byte(chat), []byte("gpt-5.1-codex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ Output []json.RawMessage }
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	items := []json.RawMessage{json.RawMessage(`{"role":"user","content":"q"}`)}
+	items = append(items, r.Output...)
+	req, _ := json.Marshal(map[string]any{"model": "m", "input": items})
+	back, _, err := ResponsesToChat(nil, req, claude)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var original struct {
+		Choices []struct{ Message json.RawMessage }
+	}
+	if err := json.Unmarshal([]byte(chat), &original); err != nil {
+		t.Fatal(err)
+	}
+	var msg map[string]any
+	_ = json.Unmarshal(original.Choices[0].Message, &msg)
+	for _, tc := range msg["tool_calls"].([]any) { // arguments compare as JSON below
+		f := tc.(map[string]any)["function"].(map[string]any)
+		var v any
+		_ = json.Unmarshal([]byte(f["arguments"].(string)), &v)
+		f["arguments"] = v
+	}
+	var got struct{ Messages []map[string]any }
+	if err := json.Unmarshal(back, &got); err != nil || len(got.Messages) != 2 {
+		t.Fatalf("%s", back)
+	}
+	for _, tc := range got.Messages[1]["tool_calls"].([]any) {
+		f := tc.(map[string]any)["function"].(map[string]any)
+		var v any
+		_ = json.Unmarshal([]byte(f["arguments"].(string)), &v)
+		f["arguments"] = v
+	}
+	a, _ := json.Marshal(got.Messages[1])
+	b, _ := json.Marshal(msg)
+	jsonEqual(t, a, string(b))
+}

@@ -151,9 +151,14 @@ func (r *respRequest) closeAssistant() {
 }
 
 // mark and rollback undo a message that turned out to have no content.
+// mark closes an open assistant message first, so a rollback cannot undo
+// its closing.
 type mark struct{ len, n int }
 
-func (r *respRequest) mark() mark { return mark{len(r.dst), r.n} }
+func (r *respRequest) mark() mark {
+	r.closeAssistant()
+	return mark{len(r.dst), r.n}
+}
 
 func (r *respRequest) rollback(m mark) { r.dst, r.n = r.dst[:m.len], m.n }
 
@@ -292,9 +297,11 @@ func (r *respRequest) assistantMessage(content *fastjson.Value, i int) error {
 		return err
 	}
 	if isString {
-		r.openMessage("assistant")
-		r.dst = jsonw.String(r.dst, s)
-		r.asst = asstText
+		if s != "" { // an empty one would be an empty chat message
+			r.openMessage("assistant")
+			r.dst = jsonw.String(r.dst, s)
+			r.asst = asstText
+		}
 		return nil
 	}
 	m := r.mark()
@@ -445,7 +452,13 @@ func (r *respRequest) output(it *fastjson.Value, i int) (images bool, err error)
 				r.dst = appendEscaped(r.dst, s)
 				n++
 			case "input_image":
-				if u, ok := respStr(p.Get("image_url")); ok && u != "" {
+				u := p.Get("image_url")
+				if respNull(u) {
+					continue // by file_id: no chat counterpart
+				}
+				if s, ok := respStr(u); !ok {
+					return false, partErr(i, "output", j, ".image_url must be a string")
+				} else if s != "" {
 					images = true
 				}
 			}

@@ -80,6 +80,22 @@ var requestCases = []struct {
 		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"}]}`,
 	},
 	{
+		name: "an assistant message without text is left out; the calls after it open their own",
+		in: `{"model":"m","input":[{"role":"user","content":"q"},{"role":"assistant","content":""},
+			{"role":"assistant","content":[]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}`,
+		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"},
+			{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`,
+	},
+	{
+		name: "a message left out after an open assistant message leaves that one closed",
+		in: `{"model":"m","input":[{"role":"user","content":"q"},{"role":"assistant","content":"a"},
+			{"role":"assistant","content":[{"type":"output_text","text":"b"}]},
+			{"role":"assistant","content":[{"type":"mystery"}]},{"role":"user","content":[]},{"role":"system","content":[]},
+			{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","file_id":"f"}]},{"role":"assistant","content":"c"}]}`,
+		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a"},{"role":"assistant","content":"b"},
+			{"role":"tool","tool_call_id":"c","content":""},{"role":"assistant","content":"c"}]}`,
+	},
+	{
 		name: "assistant output_text parts join, a refusal part is kept as text",
 		in: `{"model":"m","input":[{"role":"user","content":"q"},
 			{"type":"message","role":"assistant","status":"completed","id":"msg_1","phase":"final_answer","content":[
@@ -362,6 +378,7 @@ var refusedCases = []struct {
 	{"custom input missing", `{"model":"m","input":[{"type":"custom_tool_call","call_id":"c","name":"f"}]}`, codeInvalidRequest, "input[0].input"},
 	{"an output without call_id", `{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, codeInvalidRequest, "input[0].call_id"},
 	{"an output a number", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":1}]}`, codeInvalidRequest, "input[0].output"},
+	{"an output image_url a number", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":7}]}]}`, codeInvalidRequest, "input[0].output[0].image_url"},
 	{"an output part text a number", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":1}]}]}`, codeInvalidRequest, "input[0].output[0].text"},
 	{"tools an object", `{"model":"m","input":"q","tools":{}}`, codeInvalidRequest, "tools must be an array"},
 	{"a tool a string", `{"model":"m","input":"q","tools":["f"]}`, codeInvalidRequest, "tools[0] must be an object"},
