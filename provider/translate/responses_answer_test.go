@@ -104,7 +104,8 @@ func TestChatToResponsesIDWithoutUpstreamID(t *testing.T) {
 	}
 	a := `{"choices":[{"message":{"content":"one"},"finish_reason":"stop"}]}`
 	b := `{"choices":[{"message":{"content":"two"},"finish_reason":"stop"}]}`
-	if id(a) != id(a) || id(a) == id(b) || len(id(a)) != len("resp_")+16 {
+	first, again := id(a), id(a)
+	if first != again || first == id(b) || len(first) != len("resp_")+16 {
 		t.Fatalf("ids %q %q", id(a), id(b))
 	}
 }

@@ -105,7 +105,9 @@ func (s *responsesStream) start(dst []byte, chatID string, created int64, data [
 	return dst
 }
 
-// Chunk implements Stream.
+// Chunk implements Stream. On an error the events already made for the
+// chunk stay in the returned slice, each whole; the caller writes them,
+// then Fail.
 func (s *responsesStream) Chunk(dst, data []byte) ([]byte, error) {
 	if s.ended {
 		return dst, errStreamEnded
