@@ -152,6 +152,10 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	}
 	if s, ok := r.surface(); ok {
 		if !rc.IsPost() {
+			if g.wantsSocket(rc, r) {
+				g.upgradeSocket(rc, st, h)
+				return
+			}
 			methodNotAllowed(rc, "POST")
 			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
