@@ -89,8 +89,8 @@ type Daemon struct {
 	gw   *hotpath.Gateway
 	srv  *fasthttp.Server
 	// ws serves Responses API sockets through srv (docs/api.md).
-	ws *responsesws.Server
-	tel  tele // metrics and access log hooks
+	ws  *responsesws.Server
+	tel tele // metrics and access log hooks
 	// quotas counts rate limits and budgets; quotaCfg is the config whose
 	// quotas.store and quotas.redis it was built from (restart-only).
 	quotas   *quota.Quotas
