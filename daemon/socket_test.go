@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fasthttp/websocket"
+
+	"github.com/switchyard/switchyard/audit"
 )
 
 const socketKey = "sy-socket-client-key-0123456789abcdef"
@@ -309,4 +313,168 @@ func jsonEqual(t *testing.T, a, b string) bool {
 		t.Fatalf("%v: %s", err, b)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// TestSocketSIGTERMDrains: on SIGTERM a socket's response in flight runs
+// to its end, then the socket is closed with 1001 (going away); a socket
+// with nothing in flight closes at once; the process exits 0.
+func TestSocketSIGTERMDrains(t *testing.T) {
+	a, b, c := startRespUpstream(t, "a"), startRespUpstream(t, "b"), startRespUpstream(t, "c")
+	path := cfgPath(t)
+	writeFile(t, path, socketConfig(a, b, c, "", ""))
+	sigs := make(chan os.Signal, 2)
+	logs := &syncBuffer{}
+	started := make(chan *Daemon, 1)
+	exit := make(chan int, 1)
+	go func() { exit <- run(path, "127.0.0.1:0", logs, sigs, func(d *Daemon) { started <- d }) }()
+	d := <-started
+	base := "http://" + d.Addr().String()
+
+	release, _ := a.holdNext()
+	ws := dialSocket(t, base, socketKey)
+	idle := dialSocket(t, base, socketKey) // a second socket with nothing in flight
+	send(t, ws, create("m-a", "", userItem("long")))
+	readEvent(t, ws)
+	readEvent(t, ws)
+	sigs <- syscall.SIGTERM
+	waitFor(t, 5*time.Second, "the drain to start", func() bool { return strings.Contains(logs.String(), "draining") })
+	// The idle socket closes at once; the busy one only after its response.
+	_ = idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := idle.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+		t.Fatalf("idle socket: %v, want close 1001", err)
+	}
+	select {
+	case code := <-exit:
+		t.Fatalf("exited (%d) with a response in flight", code)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	rest := readResponse(t, ws)
+	if last := rest[len(rest)-1]; last.typ() != "response.completed" {
+		t.Fatalf("the response in flight ended with %v", last)
+	}
+	_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := ws.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+		t.Fatalf("after its response: %v, want close 1001", err)
+	}
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process did not exit after its sockets closed")
+	}
+}
+
+// TestSocketReload: a reload applies to an open socket from its next
+// response (the rule for m-a now names b).
+func TestSocketReload(t *testing.T) {
+	a, b, c := startRespUpstream(t, "a"), startRespUpstream(t, "b"), startRespUpstream(t, "c")
+	path := cfgPath(t)
+	writeFile(t, path, socketConfig(a, b, c, "", ""))
+	d, base := startDaemon(t, path, io.Discard)
+	ws := dialSocket(t, base, socketKey)
+	send(t, ws, create("m-a", "", userItem("one")))
+	readResponse(t, ws)
+	writeFile(t, path, strings.Replace(socketConfig(a, b, c, "", ""), "value: m-a, target_key: a", "value: m-a, target_key: b", 1))
+	if r := d.Reload(); r != ReloadSuccess {
+		t.Fatalf("reload: %s", r)
+	}
+	send(t, ws, create("m-a", "", userItem("two")))
+	if got := readResponse(t, ws); got[len(got)-1].responseID() != "resp_b_0" {
+		t.Fatalf("after the reload: %v", got[len(got)-1])
+	}
+	if a.calls() != 1 || b.calls() != 1 {
+		t.Fatalf("calls a=%d b=%d, want 1 1", a.calls(), b.calls())
+	}
+}
+
+// TestSocketQuotaAndAudit: a key's requests_per_minute counts every
+// response.create (the third of three gets a 429 error event, and the
+// socket stays open), and the audit log has one line per response.
+func TestSocketQuotaAndAudit(t *testing.T) {
+	priv, _, err := audit.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	a, b, c := startRespUpstream(t, "a"), startRespUpstream(t, "b"), startRespUpstream(t, "c")
+	path := cfgPath(t)
+	cfg := socketConfig(a, b, c, "", fmt.Sprintf("audit: {path: %q, signing_key: %q}\n", auditPath, priv))
+	cfg = strings.Replace(cfg, `models: ["m-*", "x-*"]}`, `models: ["m-*", "x-*"], limits: {requests_per_minute: 2}}`, 1)
+	writeFile(t, path, cfg)
+	_, base := startDaemon(t, path, io.Discard)
+	ws := dialSocket(t, base, socketKey)
+	for i := range 2 {
+		send(t, ws, create("m-a", "", userItem("hi")))
+		if got := readResponse(t, ws); got[len(got)-1].typ() != "response.completed" {
+			t.Fatalf("response %d: %v", i, got[len(got)-1])
+		}
+	}
+	send(t, ws, create("m-a", "", userItem("one too many")))
+	e := readEvent(t, ws)
+	if code, status := e.errorCode(); code != "key_rate_limited" || status != 429 {
+		t.Fatalf("third response: %v, want key_rate_limited 429", e)
+	}
+	if h, _ := e["headers"].(map[string]any); h["retry-after"] == nil || h["x-ratelimit-limit-requests"] != "2" {
+		t.Errorf("the 429 event's headers: %v", e["headers"])
+	}
+	if a.calls() != 2 {
+		t.Fatalf("%d upstream calls, want 2", a.calls())
+	}
+	// The socket is still open.
+	send(t, ws, `{"type":"response.create"}`)
+	if e := readEvent(t, ws); e.typ() != "error" {
+		t.Fatalf("after the 429: %v", e)
+	}
+	lines := func() []string {
+		b, _ := os.ReadFile(auditPath)
+		var out []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, `"surface":"responses"`) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	// Four bridged requests passed authentication (the last, without a
+	// model, was refused by the handler, as over HTTP): four lines.
+	waitFor(t, 5*time.Second, "four audit lines", func() bool { return len(lines()) >= 4 })
+	if got := lines(); len(got) != 4 || !strings.Contains(got[0], `"key":"coder"`) ||
+		!strings.Contains(got[2], `"status":429`) || !strings.Contains(got[3], `"status":400`) {
+		t.Fatalf("audit lines:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestSocketMemoryRules: a continuation naming a response other than the
+// socket's last follows the HTTP rules (an id the key does not own is 404
+// response_not_found, before any upstream call); a continuation of a last
+// response whose memory passed its bound is 400
+// previous_response_not_supported.
+func TestSocketMemoryRules(t *testing.T) {
+	a, _, _, _, base, _ := startSocketGateway(t, "{websocket: {max_message_bytes: 1024}}", "")
+	a.text = strings.Repeat("long answer ", 400) // ~4.8 KB of output: past 4 x 1024
+	ws := dialSocket(t, base, socketKey)
+	send(t, ws, create("m-a", `,"previous_response_id":"resp_not_mine"`, userItem("hi")))
+	e := readEvent(t, ws)
+	if code, status := e.errorCode(); code != "response_not_found" || status != 404 {
+		t.Fatalf("foreign id: %v", e)
+	}
+	send(t, ws, create("m-a", "", userItem("hi")))
+	got := readResponse(t, ws)
+	id := got[len(got)-1].responseID()
+	send(t, ws, create("m-a", fmt.Sprintf(`,"previous_response_id":%q`, id), userItem("more")))
+	e = readEvent(t, ws)
+	if code, status := e.errorCode(); code != "previous_response_not_supported" || status != 400 {
+		t.Fatalf("continuation of a dropped memory: %v", e)
+	}
+	if a.calls() != 1 {
+		t.Fatalf("%d upstream calls, want 1", a.calls())
+	}
+	// The whole input without previous_response_id still works.
+	send(t, ws, create("m-a", "", userItem("hi"), userItem("more")))
+	if got := readResponse(t, ws); got[len(got)-1].typ() != "response.completed" {
+		t.Fatalf("full input: %v", got[len(got)-1])
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/switchyard/switchyard/provider"
 )
 
 // create answers one response.create: from the socket's memory when it is
@@ -141,7 +143,9 @@ func (sk *socket) requestID() string {
 // relay writes each event of a streamed answer as one text message, the
 // data of its SSE event unchanged, and collects what the memory needs.
 func (sk *socket) relay(ex *exchange, whole bool, limit int) {
-	r := sseReader{r: bufio.NewReaderSize(ex.resp.BodyStream(), 32<<10), max: limit}
+	// The gateway holds each upstream event to provider.MaxSSEEvent; its
+	// own frames (the event line) come on top.
+	r := sseReader{r: bufio.NewReaderSize(ex.resp.BodyStream(), 32<<10), max: 2 * provider.MaxSSEEvent}
 	sk.output = sk.output[:0]
 	var id, terminal string
 	over := false
