@@ -72,7 +72,7 @@ func TestBody(t *testing.T) {
 	if got != want {
 		t.Errorf("body:\n%s\nwant:\n%s", got, want)
 	}
-	items := c.inputItems([]byte(`{"id":"old"}`+","))
+	items := c.inputItems([]byte(`{"id":"old"}` + ","))
 	got = string(c.body(nil, true, items))
 	want = `{"model":"m\u002d1","tools":[{"type":"web_search"}],"x":{"y":[1,2,{"z":"}"}]},"stream":true,` +
 		`"input":[{"id":"old"},{"role":"user","content":"a\"b"}]}`
