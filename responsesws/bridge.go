@@ -30,9 +30,6 @@ type exchange struct {
 	done  chan struct{}
 }
 
-// errNoBridge: the platform has no socketpair.
-var errNoBridge = errors.New("responsesws: no in-process connection on this platform")
-
 // open sends req to srv on a fresh in-process connection and reads the
 // answer's head; its body is read through ex.resp.BodyStream. The request
 // is written while the answer is read, so an answer that comes before the

@@ -218,11 +218,11 @@ func (sk *socket) answer(ex *exchange, whole bool, limit int) {
 	if v := ex.resp.Header.Peek(fasthttp.HeaderRetryAfter); len(v) > 0 {
 		r.retryAfter = string(v)
 	}
-	ex.resp.Header.VisitAll(func(k, v []byte) {
+	for k, v := range ex.resp.Header.All() {
 		if name := strings.ToLower(string(k)); strings.HasPrefix(name, "x-ratelimit-") {
 			r.ratelimitHdrs = append(r.ratelimitHdrs, [2]string{name, string(v)})
 		}
-	})
+	}
 	obj := lookup(body, "error")
 	if len(obj) == 0 || obj[0] != '{' {
 		obj = nil
