@@ -1,5 +1,5 @@
-// Package audit writes and verifies Switchyard's audit log (README, Proving
-// residency): one JSON line per authenticated request saying where it went,
+// Package audit writes and verifies Switchyard's audit log (docs/residency.md,
+// The audit log): one JSON line per authenticated request saying where it went,
 // each line carrying the SHA-256 of the line before it, and Ed25519-signed
 // checkpoints. A request copies a few fields into a batch under a mutex;
 // one writer goroutine takes the batch every FlushEvery (sooner when it is

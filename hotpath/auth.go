@@ -13,7 +13,7 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// Client keys (README, Client keys). With an auth block every API request and GET
+// Client keys (docs/client-keys.md). With an auth block every API request and GET
 // /v1/models presents a key; the key, not the client's claim, decides the
 // user and the bound metadata entries routing sees, and which models it may
 // ask for. The keys of a State are a map from the key's SHA-256 to what it

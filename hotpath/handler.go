@@ -23,7 +23,7 @@ const (
 	headerMetadataLower = "x-gateway-metadata"
 )
 
-// route is one path of the HTTP surface (README, HTTP surface and headers).
+// route is one path of the HTTP surface (docs/api.md, HTTP surface and headers).
 type route uint8
 
 const (
@@ -326,7 +326,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		HasTools: p.HasTools,
 	}
 	// Metadata routes chat-like surfaces only; elsewhere the header is
-	// ignored, not even validated (README, Routing 2). The body is checked first,
+	// ignored, not even validated (docs/routing.md, 2). The body is checked first,
 	// so a request with both wrong hears about its body.
 	// It is read from the header section as received (h), and only once.
 	if s.ChatLike() {

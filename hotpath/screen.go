@@ -11,7 +11,7 @@ import (
 )
 
 // Screening: what the gateway refuses from a request's head alone, before
-// it routes or reads a body (README "Requests the gateway refuses").
+// it routes or reads a body (docs/api.md, Requests the gateway refuses).
 //
 //   - Framing (RFC 9112 §6.3): a Transfer-Encoding other than a single
 //     final "chunked" (fasthttp takes "identity" as "no body" and would

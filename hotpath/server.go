@@ -10,7 +10,7 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// Server settings that are not configurable (README, Configuration reference names listen,
+// Server settings that are not configurable (docs/configuration.md, Configuration reference names listen,
 // max_request_bytes, request_timeout and shutdown_timeout; NewServer also
 // takes server.reduce_memory_usage).
 const (
@@ -23,7 +23,7 @@ const (
 	IdleTimeout = 120 * time.Second
 	// ReadBufferSize is the per-connection read buffer, which is also the
 	// largest request head fasthttp accepts. X-Gateway-Metadata alone may
-	// be 4096 bytes (README, Routing 2), and clients send bearer tokens, cookies
+	// be 4096 bytes (docs/routing.md, 2), and clients send bearer tokens, cookies
 	// and tracing headers besides, so the 4 KiB default is too small. Each
 	// idle keep-alive connection holds it, unless server.reduce_memory_usage
 	// is on (see NewServer).
@@ -32,7 +32,7 @@ const (
 	// client (a streamed one: each event, with the target's timeout).
 	ResponseWriteTimeout = 60 * time.Second
 	// FallbackMaxRequestBytes caps a body when no configuration is loaded
-	// (the README, Configuration reference default, 10 MiB).
+	// (docs/configuration.md, Configuration reference default, 10 MiB).
 	FallbackMaxRequestBytes = config.DefaultMaxRequestBytes
 )
 
