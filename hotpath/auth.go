@@ -88,10 +88,7 @@ func buildKeys(cfg *config.Config, snap *router.Snapshot) keyring {
 // reports false; the key never appears in an answer. Allocation-free on
 // success.
 func authenticateHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, h *head) (*clientKey, bool) {
-	k, v := h.key, h.verdict
-	if h.keySt != st { // not checked by HeaderReceived, or on an older State
-		k, v = checkKey(st, h)
-	}
+	k, v := checkKey(st, h)
 	if v == keyOK {
 		return k, true
 	}

@@ -137,7 +137,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	// The head is pooled rather than on this frame: a committed stream is
 	// relayed beneath it, and its 216 bytes would stay on that stack for
 	// the stream's life (TestCommittedStreamStack).
-	hp := headOf(&rc.Request)
+	hp := headPool.Get().(*head)
 	defer putHead(hp)
 	h := hp
 	if why := g.screenRequest(rc, st, h); why != refusedNone {

@@ -42,12 +42,9 @@ const (
 )
 
 // screenRequest reads rc's header section into h (the one pass every later
-// reader uses; already done when h is the one HeaderReceived filled, see
-// headOf) and screens the request against st.
+// reader uses) and screens the request against st.
 func (g *Gateway) screenRequest(rc *fasthttp.RequestCtx, st *State, h *head) refusal {
-	if h.keySt == nil {
-		h.scan(&rc.Request.Header)
-	}
+	h.scan(&rc.Request.Header)
 	return screenHead(rc, st, h, g.onLoopback(rc))
 }
 

@@ -164,18 +164,27 @@ func writeReadTimeout(rc *fasthttp.RequestCtx) {
 
 // headerReceived runs as soon as a request's header section is in, before
 // fasthttp reads any of its body: it sets the body limit from the current
-// State, and refuses an API request that presents no valid client key
-// without reading its body (see refuseBodyEarly).
+// State, and refuses an API request with a body over earlyKeyCheckBytes (or
+// chunked) that presents no valid client key without reading that body (see
+// refuseBodyEarly).
 func (g *Gateway) headerReceived(hdr *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	st := g.Load()
 	if st == nil {
 		return fasthttp.RequestConfig{}
 	}
-	if st.keys != nil && hdr.ContentLength() != 0 && hdr.IsPost() {
+	if st.keys != nil && hdr.IsPost() && (hdr.ContentLength() > earlyKeyCheckBytes || hdr.ContentLength() < 0) {
 		refuseBodyEarly(hdr, st)
 	}
 	return fasthttp.RequestConfig{MaxRequestBodySize: st.maxRequestBytes}
 }
+
+// earlyKeyCheckBytes is the largest body whose request headerReceived leaves
+// to the handler to refuse: fasthttp pre-reads that much of a streamed body
+// before the handler runs whatever the key, so refusing a smaller one
+// earlier saves no read, and checking its key in both places would cost a
+// second header scan and SHA-256 on every keyed request (docs/design.md,
+// Refusing a stranger before the body).
+const earlyKeyCheckBytes = 8 << 10
 
 // errorHandler renders an error fasthttp met while reading a request; the
 // connection is closed after the answer. Like every answer it carries an
