@@ -20,7 +20,7 @@ import (
 	"github.com/goccy/go-yaml/token"
 )
 
-// Defaults (README, Configuration reference).
+// Defaults (docs/configuration.md, Configuration reference).
 const (
 	DefaultListen          = "127.0.0.1:8080"
 	DefaultMaxRequestBytes = 10 << 20

@@ -50,7 +50,7 @@ func TestBaseYAMLIsValid(t *testing.T) {
 	}
 }
 
-// TestValidationProblems covers every semantic rule of README, Configuration reference with the exact
+// TestValidationProblems covers every semantic rule of docs/configuration.md, Configuration reference with the exact
 // path, line, column and message it reports.
 func TestValidationProblems(t *testing.T) {
 	const (

@@ -1,5 +1,5 @@
 // Package daemon runs the gateway process: it loads the configuration,
-// serves it, reloads it on SIGHUP and drains on SIGTERM/SIGINT (README, Command line;
+// serves it, reloads it on SIGHUP and drains on SIGTERM/SIGINT (docs/configuration.md, Command line;
 // Reload and shutdown). It is the only place that owns the listener, the fasthttp.Server,
 // the upstream.Pool and the hotpath.Gateway together.
 //

@@ -97,7 +97,7 @@ func lowerAll(ss []string) []string {
 	return out
 }
 
-// appendModels appends the /v1/models body (README, Errors) to dst; data is never
+// appendModels appends the /v1/models body (docs/api.md, Choices) to dst; data is never
 // null.
 func appendModels(dst []byte, models []router.ModelInfo, created int64) []byte {
 	dst = append(dst, `{"object":"list","data":[`...)

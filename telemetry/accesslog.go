@@ -21,7 +21,7 @@ const (
 	MaxDroppedToolsBytes = 256
 )
 
-// Entry is what the access log records about one request (README, Metrics and logs). It has
+// Entry is what the access log records about one request (docs/operations.md, Metrics and logs). It has
 // no field for headers, bodies or credentials on purpose: nothing secret
 // can reach an access line. The byte slices are read during Log only and
 // may be reused afterwards.
