@@ -78,7 +78,13 @@ func newSocket(srv *Server, rc *fasthttp.RequestCtx, key string) *socket {
 		gone:  make(chan struct{}),
 		quit:  make(chan struct{}),
 	}
-	sk.hdr = append(sk.hdr, header{fasthttp.HeaderHost, string(rc.Request.Header.Host())})
+	// The screen has held the Host against the listener; an HTTP/1.0
+	// upgrade may have none, and a request cannot be written without one.
+	host := string(rc.Request.Header.Host())
+	if host == "" {
+		host = "localhost"
+	}
+	sk.hdr = append(sk.hdr, header{fasthttp.HeaderHost, host})
 	for _, name := range forwarded {
 		if v := rc.Request.Header.Peek(name); v != nil {
 			sk.hdr = append(sk.hdr, header{name, string(v)})
