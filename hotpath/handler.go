@@ -152,6 +152,10 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	}
 	if s, ok := r.surface(); ok {
 		if !rc.IsPost() {
+			if g.wantsSocket(rc, r) {
+				g.upgradeSocket(rc, st, h)
+				return
+			}
 			methodNotAllowed(rc, "POST")
 			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
@@ -276,6 +280,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	g.rememberResponse(rc, s, sc.key, &res)
 	if tr != nil {
 		tr.takeQuota(&sc.quota) // settled when the answer ends
+		tr.noteDropped(rc)
 		tr.walkReturned(res)
 	}
 }
