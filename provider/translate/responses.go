@@ -18,17 +18,17 @@ import (
 
 // Error codes of the requests a translation refuses.
 const (
-	codeInvalidRequest       = "invalid_request"
-	codePreviousResponse     = "previous_response_not_supported"
-	codeUnsupportedParameter = "unsupported_parameter"
+	respCodeInvalid          = "invalid_request"
+	respCodePreviousResponse = "previous_response_not_supported"
+	respCodeUnsupported      = "unsupported_parameter"
 )
 
 func respInvalid(msg string) *Error {
-	return &Error{Status: 400, Code: codeInvalidRequest, Message: msg}
+	return &Error{Status: 400, Code: respCodeInvalid, Message: msg}
 }
 
-// at names element i of the array at path, for error messages.
-func at(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+// respAt names element i of the array at path, for error messages.
+func respAt(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
 // respRequest is the state of one ResponsesToChat call, pooled so a
 // request translates without allocating in steady state. Not safe for
@@ -37,22 +37,22 @@ type respRequest struct {
 	dst     []byte
 	dropped []string
 	n       int // chat messages written
-	asst    asstState
+	asst    respAsstState
 	// tools holds the identities of the tools written (views of the
 	// parser's memory), for duplicate and tool_choice look-ups.
-	tools   []toolName
+	tools   []respToolName
 	scratch []byte
 	buf     []byte // the answer's output items (ChatToResponses)
 }
 
-// asstState is the assistant message left open so the tool calls that
+// respAsstState is the assistant message left open so the tool calls that
 // follow its text join it, as the chat model emitted them.
-type asstState uint8
+type respAsstState uint8
 
 const (
-	asstNone  asstState = iota
-	asstText            // {"role":"assistant","content":"…" written
-	asstCalls           // …,"tool_calls":[{…} written
+	respAsstNone  respAsstState = iota
+	respAsstText                // {"role":"assistant","content":"…" written
+	respAsstCalls               // …,"tool_calls":[{…} written
 )
 
 var respRequests = sync.Pool{New: func() any { return new(respRequest) }}
@@ -61,7 +61,7 @@ func (r *respRequest) release() {
 	r.dst = nil
 	clear(r.dropped)
 	r.dropped = r.dropped[:0]
-	r.n, r.asst = 0, asstNone
+	r.n, r.asst = 0, respAsstNone
 	clear(r.tools)
 	r.tools = r.tools[:0]
 	respRequests.Put(r)
@@ -93,12 +93,12 @@ func ResponsesToChat(dst, body []byte, o Options) (out []byte, dropped []string,
 	return r.dst, r.takeDropped(), nil
 }
 
-// droppedAlone holds, for each tool type the gateway knows, a one-element
+// respDroppedAlone holds, for each tool type the gateway knows, a one-element
 // list of it: Codex drops web_search on every request, and sharing the
 // list keeps that request free of allocations.
-var droppedAlone = func() map[string][]string {
+var respDroppedAlone = func() map[string][]string {
 	m := map[string][]string{}
-	for _, t := range hostedTools {
+	for _, t := range respHostedTools {
 		m[t] = []string{t}
 	}
 	return m
@@ -110,7 +110,7 @@ func (r *respRequest) takeDropped() []string {
 	case 0:
 		return nil
 	case 1:
-		if l, ok := droppedAlone[r.dropped[0]]; ok {
+		if l, ok := respDroppedAlone[r.dropped[0]]; ok {
 			return l
 		}
 	}
@@ -122,17 +122,17 @@ func (r *respRequest) takeDropped() []string {
 // prompt, background runs.
 func refuseStoredState(root *fastjson.Value) error {
 	if !respNull(root.Get("previous_response_id")) {
-		return &Error{Status: 400, Code: codePreviousResponse,
+		return &Error{Status: 400, Code: respCodePreviousResponse,
 			Message: "previous_response_id is not supported by this model's provider, which keeps no responses: send the whole conversation in input"}
 	}
 	for _, k := range [...]string{"conversation", "prompt"} {
 		if !respNull(root.Get(k)) {
-			return &Error{Status: 400, Code: codeUnsupportedParameter,
+			return &Error{Status: 400, Code: respCodeUnsupported,
 				Message: k + " is not supported by this model's provider, which keeps no stored state: send the whole conversation in input"}
 		}
 	}
 	if b := root.Get("background"); b != nil && b.Type() == fastjson.TypeTrue {
-		return &Error{Status: 400, Code: codeUnsupportedParameter,
+		return &Error{Status: 400, Code: respCodeUnsupported,
 			Message: "background is not supported by this model's provider"}
 	}
 	return nil
@@ -169,7 +169,7 @@ func (r *respRequest) params(root *fastjson.Value, o Options) error {
 			r.dst = append(r.dst, `,"max_tokens":`...)
 		}
 		var ok bool
-		if r.dst, ok = appendNumber(r.dst, v); !ok {
+		if r.dst, ok = appendRespNumber(r.dst, v); !ok {
 			return respInvalid("max_output_tokens must be a positive integer")
 		}
 	}
@@ -182,7 +182,7 @@ func (r *respRequest) params(root *fastjson.Value, o Options) error {
 			r.dst = append(r.dst, k...)
 			r.dst = append(r.dst, '"', ':')
 			var ok bool
-			if r.dst, ok = appendNumber(r.dst, v); !ok {
+			if r.dst, ok = appendRespNumber(r.dst, v); !ok {
 				return respInvalid(k + " must be a number")
 			}
 		}
@@ -197,7 +197,7 @@ func (r *respRequest) params(root *fastjson.Value, o Options) error {
 		if !ok {
 			return respInvalid("user and safety_identifier must be strings")
 		}
-		r.dst = appendKeyString(r.dst, "user", s)
+		r.dst = appendRespKeyString(r.dst, "user", s)
 	}
 	if err := r.reasoning(root.Get("reasoning")); err != nil {
 		return err
@@ -236,7 +236,7 @@ func (r *respRequest) reasoning(v *fastjson.Value) error {
 	default:
 		return respInvalid("reasoning.effort must be one of none, minimal, low, medium, high, xhigh")
 	}
-	r.dst = appendKeyString(r.dst, "reasoning_effort", effort)
+	r.dst = appendRespKeyString(r.dst, "reasoning_effort", effort)
 	return nil
 }
 
@@ -282,7 +282,7 @@ func (r *respRequest) textFormat(text *fastjson.Value) error {
 		if !ok {
 			return respInvalid("text.format.description must be a string")
 		}
-		r.dst = appendKeyString(r.dst, "description", s)
+		r.dst = appendRespKeyString(r.dst, "description", s)
 	}
 	if s := f.Get("strict"); !respNull(s) {
 		if s.Type() != fastjson.TypeTrue && s.Type() != fastjson.TypeFalse {

@@ -27,7 +27,7 @@ func TestChatToResponsesAllocs(t *testing.T) {
 	var dst []byte
 	if n := testing.AllocsPerRun(100, func() {
 		var err error
-		if dst, err = ChatToResponses(dst[:0], benchChatAnswer, []byte("gpt-5.1-codex")); err != nil {
+		if dst, err = ChatToResponses(dst[:0], benchRespChatAnswer, []byte("gpt-5.1-codex")); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
@@ -37,9 +37,9 @@ func TestChatToResponsesAllocs(t *testing.T) {
 
 func TestResponsesStreamAllocs(t *testing.T) {
 	for _, tc := range []struct{ name, open, delta string }{
-		{"text", chunk(`{"content":"a"}`, ""), chunk(`{"content":" check the cart"}`, "")},
-		{"arguments", chunk(`{"tool_calls":[{"index":0,"id":"t","function":{"name":"f","arguments":""}}]}`, ""),
-			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1"}}]}`, "")},
+		{"text", respChunk(`{"content":"a"}`, ""), respChunk(`{"content":" check the cart"}`, "")},
+		{"arguments", respChunk(`{"tool_calls":[{"index":0,"id":"t","function":{"name":"f","arguments":""}}]}`, ""),
+			respChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1"}}]}`, "")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewResponsesStream([]byte("m"))

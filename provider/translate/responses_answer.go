@@ -14,7 +14,7 @@ import (
 	"github.com/switchyard/switchyard/internal/jsonw"
 )
 
-var errNotChatCompletion = errors.New("upstream answer is not a chat completion")
+var errRespNotChat = errors.New("upstream answer is not a chat completion")
 
 // respUsage is a chat answer's usage in Responses terms: input_tokens is
 // prompt_tokens (cached tokens included), cached its cached part.
@@ -23,7 +23,7 @@ type respUsage struct {
 	input, cached, output, reasoning, total int64
 }
 
-func readChatUsage(u *fastjson.Value) respUsage {
+func readRespChatUsage(u *fastjson.Value) respUsage {
 	if u == nil || u.Type() != fastjson.TypeObject {
 		return respUsage{}
 	}
@@ -59,22 +59,22 @@ func appendRespUsage(dst []byte, u respUsage) []byte {
 }
 
 // respMeta is what every response object of one answer shares. base is
-// the id part every item id derives from (appendBase).
+// the id part every item id derives from (appendRespBase).
 type respMeta struct {
 	base    []byte
 	created int64
 	model   []byte
 }
 
-// appendBase appends the id part of an answer: the upstream's chat id,
+// appendRespBase appends the id part of an answer: the upstream's chat id,
 // kept to [A-Za-z0-9_-], or when it sent none, a hash of data. Ids are
 // derived, not random, so the translation stays a pure function; the
 // upstream ids they come from are unique per answer.
-func appendBase(dst []byte, chatID string, data []byte) []byte {
+func appendRespBase(dst []byte, chatID string, data []byte) []byte {
 	n := len(dst)
-	dst = appendIDPart(dst, chatID, 96)
+	dst = appendRespIDPart(dst, chatID, 96)
 	if len(dst) == n {
-		dst = appendHash64(dst, data)
+		dst = appendRespHash64(dst, data)
 	}
 	return dst
 }
@@ -84,8 +84,8 @@ type respStatus struct {
 	status, reason string
 }
 
-// finishStatus maps a chat finish_reason to the response's status.
-func finishStatus(finish string) respStatus {
+// respFinishStatus maps a chat finish_reason to the response's status.
+func respFinishStatus(finish string) respStatus {
 	switch finish {
 	case "length":
 		return respStatus{"incomplete", "max_output_tokens"}
@@ -116,15 +116,15 @@ func appendResponseObject(dst []byte, m *respMeta, st respStatus, output []byte,
 	dst = append(dst, m.base...)
 	dst = append(dst, `","object":"response","created_at":`...)
 	dst = strconv.AppendInt(dst, m.created, 10)
-	dst = appendKeyString(dst, "status", st.status)
+	dst = appendRespKeyString(dst, "status", st.status)
 	dst = append(dst, `,"background":false,"error":`...)
 	if e != nil {
 		dst = append(dst, `{"code":`...)
 		dst = jsonw.String(dst, e.code)
-		dst = appendKeyString(dst, "message", e.message)
+		dst = appendRespKeyString(dst, "message", e.message)
 		dst = append(dst, `,"param":null`...)
 		if e.typ != "" {
-			dst = appendKeyString(dst, "type", e.typ)
+			dst = appendRespKeyString(dst, "type", e.typ)
 		}
 		dst = append(dst, '}')
 	} else {
@@ -147,9 +147,9 @@ func appendResponseObject(dst []byte, m *respMeta, st respStatus, output []byte,
 	return append(dst, `,"user":null,"metadata":{}}`...)
 }
 
-// appendMessageID appends the id of the n-th message item of an answer
+// appendRespMessageID appends the id of the n-th message item of an answer
 // (from 0): msg_ and the answer's id part, and _n after the first.
-func appendMessageID(dst []byte, m *respMeta, n int) []byte {
+func appendRespMessageID(dst []byte, m *respMeta, n int) []byte {
 	dst = append(dst, "msg_"...)
 	dst = append(dst, m.base...)
 	if n > 0 {
@@ -159,8 +159,8 @@ func appendMessageID(dst []byte, m *respMeta, n int) []byte {
 	return dst
 }
 
-// appendMessageItemHead appends a message item up to its content parts.
-func appendMessageItemHead(dst, id []byte, status string) []byte {
+// appendRespMessageHead appends a message item up to its content parts.
+func appendRespMessageHead(dst, id []byte, status string) []byte {
 	dst = append(dst, `{"id":"`...)
 	dst = append(dst, id...)
 	dst = append(dst, `","type":"message","status":`...)
@@ -168,44 +168,44 @@ func appendMessageItemHead(dst, id []byte, status string) []byte {
 	return append(dst, `,"role":"assistant","content":[`...)
 }
 
-// appendTextPart appends an output_text part holding text.
-func appendTextPart(dst []byte, text string) []byte {
+// appendRespTextPart appends an output_text part holding text.
+func appendRespTextPart(dst []byte, text string) []byte {
 	dst = append(dst, `{"type":"output_text","annotations":[],"logprobs":[],"text":`...)
 	dst = jsonw.String(dst, text)
 	return append(dst, '}')
 }
 
-// appendRefusalPart appends a refusal part holding text.
-func appendRefusalPart(dst []byte, text string) []byte {
+// appendRespRefusalPart appends a refusal part holding text.
+func appendRespRefusalPart(dst []byte, text string) []byte {
 	dst = append(dst, `{"type":"refusal","refusal":`...)
 	dst = jsonw.String(dst, text)
 	return append(dst, '}')
 }
 
-// callItem is one tool call of an answer, as the Responses API gives it.
-type callItem struct {
+// respCallItem is one tool call of an answer, as the Responses API gives it.
+type respCallItem struct {
 	callID string // as the upstream sent it: the client sends it back
-	tool   toolName
+	tool   respToolName
 }
 
-// appendCallItemID appends the quoted item id of call c: fc_ (function)
+// appendRespCallItemID appends the quoted item id of call c: fc_ (function)
 // or ctc_ (custom) and the call id's id-safe bytes.
-func appendCallItemID(dst []byte, c *callItem) []byte {
+func appendRespCallItemID(dst []byte, c *respCallItem) []byte {
 	if c.tool.custom {
 		dst = append(dst, `"ctc_`...)
 	} else {
 		dst = append(dst, `"fc_`...)
 	}
-	dst = appendIDPart(dst, c.callID, 96)
+	dst = appendRespIDPart(dst, c.callID, 96)
 	return append(dst, '"')
 }
 
-// appendCallItem appends a function_call item, or a custom_tool_call item
+// appendRespCallItem appends a function_call item, or a custom_tool_call item
 // for a custom tool; payload is the arguments (function) or the input
 // (custom).
-func appendCallItem(dst []byte, c *callItem, status string, payload string) []byte {
+func appendRespCallItem(dst []byte, c *respCallItem, status string, payload string) []byte {
 	dst = append(dst, `{"id":`...)
-	dst = appendCallItemID(dst, c)
+	dst = appendRespCallItemID(dst, c)
 	if c.tool.custom {
 		dst = append(dst, `,"type":"custom_tool_call","status":`...)
 		dst = jsonw.String(dst, status)
@@ -216,18 +216,18 @@ func appendCallItem(dst []byte, c *callItem, status string, payload string) []by
 		dst = append(dst, `,"arguments":`...)
 	}
 	dst = jsonw.String(dst, payload)
-	dst = appendKeyString(dst, "call_id", c.callID)
-	dst = appendKeyString(dst, "name", c.tool.name)
+	dst = appendRespKeyString(dst, "call_id", c.callID)
+	dst = appendRespKeyString(dst, "name", c.tool.name)
 	if c.tool.ns != "" {
-		dst = appendKeyString(dst, "namespace", c.tool.ns)
+		dst = appendRespKeyString(dst, "namespace", c.tool.ns)
 	}
 	return append(dst, '}')
 }
 
-// customInput returns the input of a custom tool's call from its chat
+// respCustomInput returns the input of a custom tool's call from its chat
 // arguments ({"input": "…"}); arguments of any other shape are the input
 // themselves, so nothing the model wrote is lost.
-func customInput(p *fastjson.Parser, args string) string {
+func respCustomInput(p *fastjson.Parser, args string) string {
 	v, err := p.Parse(args)
 	if err != nil || v.Type() != fastjson.TypeObject {
 		return args
@@ -241,52 +241,52 @@ func customInput(p *fastjson.Parser, args string) string {
 // ChatToResponses appends to dst the Responses API response object for
 // the chat completion answer chat; model is the id the client asked for.
 // An answer that is not a chat completion is an error (the upstream's
-// fault, not the client's). Ids derive from the upstream's (appendBase).
+// fault, not the client's). Ids derive from the upstream's (appendRespBase).
 func ChatToResponses(dst, chat, model []byte) ([]byte, error) {
 	p := respParsers.Get()
 	defer respParsers.Put(p)
 	root, err := p.ParseBytes(chat)
 	if err != nil || root.Type() != fastjson.TypeObject {
-		return dst, errNotChatCompletion
+		return dst, errRespNotChat
 	}
 	choices := root.Get("choices")
 	if choices == nil || choices.Type() != fastjson.TypeArray {
-		return dst, errNotChatCompletion
+		return dst, errRespNotChat
 	}
 	arr, _ := choices.Array()
 	if len(arr) == 0 || arr[0].Type() != fastjson.TypeObject {
-		return dst, errNotChatCompletion
+		return dst, errRespNotChat
 	}
 	msg := arr[0].Get("message")
 	if msg == nil || msg.Type() != fastjson.TypeObject {
-		return dst, errNotChatCompletion
+		return dst, errRespNotChat
 	}
 	finish, _ := respStr(arr[0].Get("finish_reason"))
-	st := finishStatus(finish)
+	st := respFinishStatus(finish)
 	chatID, _ := respStr(root.Get("id"))
 
 	r := respRequests.Get().(*respRequest) // for its scratch buffers
 	defer r.release()
 	m := respMeta{created: root.GetInt64("created"), model: model}
-	r.scratch = appendBase(r.scratch[:0], chatID, chat)
+	r.scratch = appendRespBase(r.scratch[:0], chatID, chat)
 	m.base = r.scratch
 	out := r.buf[:0] // the output items
-	r.scratch = appendMessageID(r.scratch, &m, 0)
+	r.scratch = appendRespMessageID(r.scratch, &m, 0)
 	msgID := r.scratch[len(m.base):]
 	content := msg.Get("content")
 	refusal, _ := respStr(msg.Get("refusal"))
-	if hasChatText(content) || refusal != "" {
-		out = appendMessageItemHead(out, msgID, st.itemStatus())
-		if hasChatText(content) {
+	if respHasChatText(content) || refusal != "" {
+		out = appendRespMessageHead(out, msgID, st.itemStatus())
+		if respHasChatText(content) {
 			out = append(out, `{"type":"output_text","annotations":[],"logprobs":[],"text":"`...)
-			out = appendChatText(out, content)
+			out = appendRespChatText(out, content)
 			out = append(out, `"}`...)
 			if refusal != "" {
 				out = append(out, ',')
 			}
 		}
 		if refusal != "" {
-			out = appendRefusalPart(out, refusal)
+			out = appendRespRefusalPart(out, refusal)
 		}
 		out = append(out, "]}"...)
 	}
@@ -295,7 +295,7 @@ func ChatToResponses(dst, chat, model []byte) ([]byte, error) {
 		defer respParsers.Put(args)
 		list, _ := calls.Array()
 		for i, tc := range list {
-			c := callItem{}
+			c := respCallItem{}
 			c.callID, _ = respStr(tc.Get("id"))
 			name, _ := respStr(tc.Get("function", "name"))
 			arguments, _ := respStr(tc.Get("function", "arguments"))
@@ -303,7 +303,7 @@ func ChatToResponses(dst, chat, model []byte) ([]byte, error) {
 				r.buf = out
 				return dst, errors.New("upstream answer has a tool call without a name")
 			}
-			c.tool = parseChatToolName(name)
+			c.tool = parseRespChatToolName(name)
 			if c.callID == "" { // derived, like every id here
 				c.callID = "call_" + string(m.base) + "_" + strconv.Itoa(i)
 			}
@@ -312,17 +312,17 @@ func ChatToResponses(dst, chat, model []byte) ([]byte, error) {
 			}
 			payload := arguments
 			if c.tool.custom {
-				payload = customInput(args, arguments)
+				payload = respCustomInput(args, arguments)
 			}
-			out = appendCallItem(out, &c, st.itemStatus(), payload)
+			out = appendRespCallItem(out, &c, st.itemStatus(), payload)
 		}
 	}
 	r.buf = out
-	return appendResponseObject(dst, &m, st, out, readChatUsage(root.Get("usage")), nil), nil
+	return appendResponseObject(dst, &m, st, out, readRespChatUsage(root.Get("usage")), nil), nil
 }
 
-// hasChatText reports whether a chat answer's content holds text.
-func hasChatText(c *fastjson.Value) bool {
+// respHasChatText reports whether a chat answer's content holds text.
+func respHasChatText(c *fastjson.Value) bool {
 	if s, ok := respStr(c); ok {
 		return s != ""
 	}
@@ -338,16 +338,16 @@ func hasChatText(c *fastjson.Value) bool {
 	return false
 }
 
-// appendChatText appends a chat answer's content, a string or text parts,
+// appendRespChatText appends a chat answer's content, a string or text parts,
 // JSON-escaped without quotes.
-func appendChatText(dst []byte, c *fastjson.Value) []byte {
+func appendRespChatText(dst []byte, c *fastjson.Value) []byte {
 	if s, ok := respStr(c); ok {
-		return appendEscaped(dst, s)
+		return appendRespEscaped(dst, s)
 	}
 	parts, _ := c.Array()
 	for _, p := range parts {
 		if s, ok := respStr(p.Get("text")); ok {
-			dst = appendEscaped(dst, s)
+			dst = appendRespEscaped(dst, s)
 		}
 	}
 	return dst

@@ -11,7 +11,7 @@ import (
 
 // The answer mapping, case by case: a chat completion in, the whole
 // Responses object out.
-var answerCases = []struct {
+var respAnswerCases = []struct {
 	name, chat, want string
 }{
 	{
@@ -74,7 +74,7 @@ var answerCases = []struct {
 }
 
 func TestChatToResponses(t *testing.T) {
-	for _, tc := range answerCases {
+	for _, tc := range respAnswerCases {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := ChatToResponses([]byte("p"), []byte(tc.chat), []byte("gpt-5.1-codex"))
 			if err != nil {
@@ -83,7 +83,7 @@ func TestChatToResponses(t *testing.T) {
 			if out[0] != 'p' {
 				t.Fatalf("dst was not appended to")
 			}
-			jsonEqual(t, out[1:], tc.want)
+			respJSONEqual(t, out[1:], tc.want)
 		})
 	}
 }
@@ -124,7 +124,7 @@ func TestChatToResponsesRefusesWhatIsNotAChatCompletion(t *testing.T) {
 // requiredResponseFields are the members openai-go's Response marks
 // api:"required" (and the npm types require), checked by their presence in
 // the raw JSON the SDK kept.
-func checkSDKResponse(t *testing.T, r *responses.Response) {
+func checkRespSDKResponse(t *testing.T, r *responses.Response) {
 	t.Helper()
 	for name, f := range map[string]respjson.Field{
 		"id": r.JSON.ID, "created_at": r.JSON.CreatedAt, "error": r.JSON.Error, "incomplete_details": r.JSON.IncompleteDetails,
@@ -145,7 +145,7 @@ func checkSDKResponse(t *testing.T, r *responses.Response) {
 // requires are there, the typed views of each item agree with the chat
 // answer, and OutputText is the text.
 func TestChatToResponsesSDK(t *testing.T) {
-	out, err := ChatToResponses(nil, []byte(answerCases[1].chat), []byte("gpt-5.1-codex"))
+	out, err := ChatToResponses(nil, []byte(respAnswerCases[1].chat), []byte("gpt-5.1-codex"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestChatToResponsesSDK(t *testing.T) {
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatal(err)
 	}
-	checkSDKResponse(t, &r)
+	checkRespSDKResponse(t, &r)
 	if r.Status != responses.ResponseStatusCompleted || r.OutputText() != "On it." || len(r.Output) != 4 {
 		t.Fatalf("status %q text %q items %d", r.Status, r.OutputText(), len(r.Output))
 	}
@@ -169,7 +169,7 @@ func TestChatToResponsesSDK(t *testing.T) {
 		t.Fatalf("usage %+v", r.Usage)
 	}
 
-	out, err = ChatToResponses(nil, []byte(answerCases[0].chat), []byte("gpt-5.1-codex"))
+	out, err = ChatToResponses(nil, []byte(respAnswerCases[0].chat), []byte("gpt-5.1-codex"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,12 +177,12 @@ func TestChatToResponsesSDK(t *testing.T) {
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatal(err)
 	}
-	checkSDKResponse(t, &r)
+	checkRespSDKResponse(t, &r)
 	if r.Usage.InputTokensDetails.CachedTokens != 80 || r.Usage.OutputTokensDetails.ReasoningTokens != 5 || r.CreatedAt != 1700000000 {
 		t.Fatalf("usage %+v created %v", r.Usage, r.CreatedAt)
 	}
 
-	out, err = ChatToResponses(nil, []byte(answerCases[2].chat), []byte("m"))
+	out, err = ChatToResponses(nil, []byte(respAnswerCases[2].chat), []byte("m"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestChatToResponsesSDK(t *testing.T) {
 // the chat model produced: text, then its tool calls with their ids and
 // names, custom and namespaced ones included.
 func TestChatToResponsesRoundTrip(t *testing.T) {
-	chat := answerCases[1].chat
+	chat := respAnswerCases[1].chat
 	out, err := ChatToResponses(nil, []byte(chat), []byte("gpt-5.1-codex"))
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestChatToResponsesRoundTrip(t *testing.T) {
 	items := []json.RawMessage{json.RawMessage(`{"role":"user","content":"q"}`)}
 	items = append(items, r.Output...)
 	req, _ := json.Marshal(map[string]any{"model": "m", "input": items})
-	back, _, err := ResponsesToChat(nil, req, claude)
+	back, _, err := ResponsesToChat(nil, req, respClaude)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,5 +246,5 @@ func TestChatToResponsesRoundTrip(t *testing.T) {
 	}
 	a, _ := json.Marshal(got.Messages[1])
 	b, _ := json.Marshal(msg)
-	jsonEqual(t, a, string(b))
+	respJSONEqual(t, a, string(b))
 }

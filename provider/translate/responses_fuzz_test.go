@@ -15,10 +15,10 @@ import (
 // a panic. go test runs the seed corpus (every table case and fixture).
 
 func FuzzResponsesToChat(f *testing.F) {
-	for _, tc := range requestCases {
+	for _, tc := range respRequestCases {
 		f.Add([]byte(tc.in))
 	}
-	for _, tc := range refusedCases {
+	for _, tc := range respRefusedCases {
 		f.Add([]byte(tc.in))
 	}
 	files, _ := filepath.Glob("testdata/responses/codex_*_turn.json")
@@ -30,7 +30,7 @@ func FuzzResponsesToChat(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, opt := range []Options{claude, {Model: []byte("m\x00\"<"), Stream: true, MaxCompletionTokens: true}} {
+		for _, opt := range []Options{respClaude, {Model: []byte("m\x00\"<"), Stream: true, MaxCompletionTokens: true}} {
 			out, dropped, err := ResponsesToChat([]byte("x"), body, opt)
 			if err != nil {
 				var te *Error
@@ -66,13 +66,13 @@ func FuzzResponsesToChat(f *testing.F) {
 // from 0, ending in exactly one terminal event.
 func FuzzResponsesStream(f *testing.F) {
 	f.Add([]byte(strings.Join([]string{
-		chunk(`{"role":"assistant","content":"Hi"}`, ""),
-		chunk(`{"tool_calls":[{"index":0,"id":"t","function":{"name":"a--b","arguments":"{"}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":1,"id":"u","function":{"name":"p--freeform","arguments":"{\"input\":\"x\"}"}}]}`, ""),
-		chunk(`{"refusal":"no"}`, "length"), usageChunk,
+		respChunk(`{"role":"assistant","content":"Hi"}`, ""),
+		respChunk(`{"tool_calls":[{"index":0,"id":"t","function":{"name":"a--b","arguments":"{"}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":1,"id":"u","function":{"name":"p--freeform","arguments":"{\"input\":\"x\"}"}}]}`, ""),
+		respChunk(`{"refusal":"no"}`, "length"), respUsageChunk,
 	}, "\n")))
-	f.Add([]byte(chunk(`{"tool_calls":[{"index":2,"id":"x"},{"index":1}]}`, "") + "\n" + `{"choices":[{"delta":{"content":"\ud800"}}]}`))
+	f.Add([]byte(respChunk(`{"tool_calls":[{"index":2,"id":"x"},{"index":1}]}`, "") + "\n" + `{"choices":[{"delta":{"content":"\ud800"}}]}`))
 	f.Add([]byte(`{"error":{"message":"boom"}}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s := NewResponsesStream([]byte("m"))

@@ -9,26 +9,26 @@ import (
 	"github.com/switchyard/switchyard/internal/jsonw"
 )
 
-// itemKind is what an input item becomes.
-type itemKind uint8
+// respItemKind is what an input item becomes.
+type respItemKind uint8
 
 const (
-	kindSkip    itemKind = iota // dropped: reasoning, hosted tool calls, unknown types
-	kindMessage                 // a chat message
-	kindCall                    // an assistant tool call
-	kindOutput                  // a tool message
+	respKindSkip    respItemKind = iota // dropped: reasoning, hosted tool calls, unknown types
+	respKindMessage                     // a chat message
+	respKindCall                        // an assistant tool call
+	respKindOutput                      // a tool message
 )
 
-func kindOf(typ string) itemKind {
+func respKindOf(typ string) respItemKind {
 	switch typ {
 	case "message":
-		return kindMessage
+		return respKindMessage
 	case "function_call", "custom_tool_call":
-		return kindCall
+		return respKindCall
 	case "function_call_output", "custom_tool_call_output":
-		return kindOutput
+		return respKindOutput
 	}
-	return kindSkip
+	return respKindSkip
 }
 
 // conversation writes instructions and input as chat messages.
@@ -61,27 +61,27 @@ func (r *respRequest) conversation(root *fastjson.Value) error {
 	imagesFrom := -1
 	for i, it := range items {
 		if it.Type() != fastjson.TypeObject {
-			return itemErr(i, " must be an object")
+			return respItemErr(i, " must be an object")
 		}
-		typ, err := itemType(it, i)
+		typ, err := respItemType(it, i)
 		if err != nil {
 			return err
 		}
 		if typ == "item_reference" {
-			return &Error{Status: 400, Code: codeUnsupportedParameter,
-				Message: at("input", i) + ": item_reference is not supported by this model's provider, which keeps no items: send the item itself"}
+			return &Error{Status: 400, Code: respCodeUnsupported,
+				Message: respAt("input", i) + ": item_reference is not supported by this model's provider, which keeps no items: send the item itself"}
 		}
-		kind := kindOf(typ)
-		if imagesFrom >= 0 && (kind == kindMessage || kind == kindCall) {
+		kind := respKindOf(typ)
+		if imagesFrom >= 0 && (kind == respKindMessage || kind == respKindCall) {
 			r.outputImages(items[imagesFrom:i])
 			imagesFrom = -1
 		}
 		switch kind {
-		case kindMessage:
+		case respKindMessage:
 			err = r.message(it, i)
-		case kindCall:
+		case respKindCall:
 			err = r.call(it, i, typ == "custom_tool_call")
-		case kindOutput:
+		case respKindOutput:
 			var images bool
 			images, err = r.output(it, i)
 			if images && imagesFrom < 0 {
@@ -102,27 +102,27 @@ func (r *respRequest) conversation(root *fastjson.Value) error {
 	return nil
 }
 
-// itemErr is the error for input[i] with msg (".field must …").
-func itemErr(i int, msg string) error { return respInvalid(at("input", i) + msg) }
+// respItemErr is the error for input[i] with msg (".field must …").
+func respItemErr(i int, msg string) error { return respInvalid(respAt("input", i) + msg) }
 
-// partErr is the error for input[i].list[j] with msg.
-func partErr(i int, list string, j int, msg string) error {
-	return respInvalid(at(at("input", i)+"."+list, j) + msg)
+// respPartErr is the error for input[i].list[j] with msg.
+func respPartErr(i int, list string, j int, msg string) error {
+	return respInvalid(respAt(respAt("input", i)+"."+list, j) + msg)
 }
 
-// itemType returns an input item's type; an item with a role and no type
+// respItemType returns an input item's type; an item with a role and no type
 // is a message.
-func itemType(it *fastjson.Value, i int) (string, error) {
+func respItemType(it *fastjson.Value, i int) (string, error) {
 	t := it.Get("type")
 	if respNull(t) {
 		if it.Get("role") != nil {
 			return "message", nil
 		}
-		return "", itemErr(i, " needs a type")
+		return "", respItemErr(i, " needs a type")
 	}
 	typ, ok := respStr(t)
 	if !ok {
-		return "", itemErr(i, ".type must be a string")
+		return "", respItemErr(i, ".type must be a string")
 	}
 	return typ, nil
 }
@@ -142,25 +142,25 @@ func (r *respRequest) openMessage(role string) {
 
 func (r *respRequest) closeAssistant() {
 	switch r.asst {
-	case asstText:
+	case respAsstText:
 		r.dst = append(r.dst, '}')
-	case asstCalls:
+	case respAsstCalls:
 		r.dst = append(r.dst, "]}"...)
 	}
-	r.asst = asstNone
+	r.asst = respAsstNone
 }
 
-// mark and rollback undo a message that turned out to have no content.
-// mark closes an open assistant message first, so a rollback cannot undo
+// respMark and rollback undo a message that turned out to have no content.
+// respMark closes an open assistant message first, so a rollback cannot undo
 // its closing.
-type mark struct{ len, n int }
+type respMark struct{ len, n int }
 
-func (r *respRequest) mark() mark {
+func (r *respRequest) respMark() respMark {
 	r.closeAssistant()
-	return mark{len(r.dst), r.n}
+	return respMark{len(r.dst), r.n}
 }
 
-func (r *respRequest) rollback(m mark) { r.dst, r.n = r.dst[:m.len], m.n }
+func (r *respRequest) rollback(m respMark) { r.dst, r.n = r.dst[:m.len], m.n }
 
 // message writes a message item: developer becomes system (the chat
 // providers behind this translation know system only).
@@ -175,29 +175,29 @@ func (r *respRequest) message(it *fastjson.Value, i int) error {
 	case "system", "developer":
 		return r.systemMessage(content, i)
 	}
-	return itemErr(i, ".role must be user, assistant, system or developer")
+	return respItemErr(i, ".role must be user, assistant, system or developer")
 }
 
-// contentParts returns a message's content parts, or its string content.
-func contentParts(content *fastjson.Value, i int) (parts []*fastjson.Value, s string, isString bool, err error) {
+// respContentParts returns a message's content parts, or its string content.
+func respContentParts(content *fastjson.Value, i int) (parts []*fastjson.Value, s string, isString bool, err error) {
 	if s, ok := respStr(content); ok {
 		return nil, s, true, nil
 	}
 	if content == nil || content.Type() != fastjson.TypeArray {
-		return nil, "", false, itemErr(i, ".content must be a string or an array of parts")
+		return nil, "", false, respItemErr(i, ".content must be a string or an array of parts")
 	}
 	parts, _ = content.Array()
 	for j, p := range parts {
 		if p.Type() != fastjson.TypeObject {
-			return nil, "", false, partErr(i, "content", j, " must be an object")
+			return nil, "", false, respPartErr(i, "content", j, " must be an object")
 		}
 	}
 	return parts, "", false, nil
 }
 
-// partText returns a text-bearing part's text (input_text, output_text,
+// respPartText returns a text-bearing part's text (input_text, output_text,
 // and refusal when refusals count) and whether the part is one.
-func partText(p *fastjson.Value, refusals bool, i, j int) (string, bool, error) {
+func respPartText(p *fastjson.Value, refusals bool, i, j int) (string, bool, error) {
 	typ, _ := respStr(p.Get("type"))
 	key := "text"
 	switch typ {
@@ -212,13 +212,13 @@ func partText(p *fastjson.Value, refusals bool, i, j int) (string, bool, error) 
 	}
 	s, ok := respStr(p.Get(key))
 	if !ok {
-		return "", false, partErr(i, "content", j, "."+key+" must be a string")
+		return "", false, respPartErr(i, "content", j, "."+key+" must be a string")
 	}
 	return s, true, nil
 }
 
 func (r *respRequest) userMessage(content *fastjson.Value, i int) error {
-	parts, s, isString, err := contentParts(content, i)
+	parts, s, isString, err := respContentParts(content, i)
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func (r *respRequest) userMessage(content *fastjson.Value, i int) error {
 		r.dst = append(r.dst, '}')
 		return nil
 	}
-	m := r.mark()
+	m := r.respMark()
 	r.openMessage("user")
 	r.dst = append(r.dst, '[')
 	n := 0
@@ -237,7 +237,7 @@ func (r *respRequest) userMessage(content *fastjson.Value, i int) error {
 		if n > 0 {
 			r.dst = append(r.dst, ',')
 		}
-		if text, ok, err := partText(p, false, i, j); err != nil {
+		if text, ok, err := respPartText(p, false, i, j); err != nil {
 			return err
 		} else if ok {
 			r.dst = append(r.dst, `{"type":"text","text":`...)
@@ -277,13 +277,13 @@ func (r *respRequest) imagePart(p *fastjson.Value, i, j int) (bool, error) {
 	}
 	url, ok := respStr(u)
 	if !ok {
-		return false, partErr(i, "content", j, ".image_url must be a string")
+		return false, respPartErr(i, "content", j, ".image_url must be a string")
 	}
 	r.dst = append(r.dst, `{"type":"image_url","image_url":{"url":`...)
 	r.dst = jsonw.String(r.dst, url)
 	switch d, _ := respStr(p.Get("detail")); d {
 	case "low", "high", "auto":
-		r.dst = appendKeyString(r.dst, "detail", d)
+		r.dst = appendRespKeyString(r.dst, "detail", d)
 	}
 	r.dst = append(r.dst, "}}"...)
 	return true, nil
@@ -292,7 +292,7 @@ func (r *respRequest) imagePart(p *fastjson.Value, i, j int) (bool, error) {
 // assistantMessage writes an assistant message's text (output_text parts
 // and refusals, joined) and leaves it open for the tool calls after it.
 func (r *respRequest) assistantMessage(content *fastjson.Value, i int) error {
-	parts, s, isString, err := contentParts(content, i)
+	parts, s, isString, err := respContentParts(content, i)
 	if err != nil {
 		return err
 	}
@@ -300,21 +300,21 @@ func (r *respRequest) assistantMessage(content *fastjson.Value, i int) error {
 		if s != "" { // an empty one would be an empty chat message
 			r.openMessage("assistant")
 			r.dst = jsonw.String(r.dst, s)
-			r.asst = asstText
+			r.asst = respAsstText
 		}
 		return nil
 	}
-	m := r.mark()
+	m := r.respMark()
 	r.openMessage("assistant")
 	r.dst = append(r.dst, '"')
 	n := 0
 	for j, p := range parts {
-		text, ok, err := partText(p, true, i, j)
+		text, ok, err := respPartText(p, true, i, j)
 		if err != nil {
 			return err
 		}
 		if ok {
-			r.dst = appendEscaped(r.dst, text)
+			r.dst = appendRespEscaped(r.dst, text)
 			n++
 		}
 	}
@@ -323,14 +323,14 @@ func (r *respRequest) assistantMessage(content *fastjson.Value, i int) error {
 		return nil
 	}
 	r.dst = append(r.dst, '"')
-	r.asst = asstText
+	r.asst = respAsstText
 	return nil
 }
 
 // systemMessage writes a system or developer message's text parts joined
 // by new lines (chat system messages carry text only).
 func (r *respRequest) systemMessage(content *fastjson.Value, i int) error {
-	parts, s, isString, err := contentParts(content, i)
+	parts, s, isString, err := respContentParts(content, i)
 	if err != nil {
 		return err
 	}
@@ -340,12 +340,12 @@ func (r *respRequest) systemMessage(content *fastjson.Value, i int) error {
 		r.dst = append(r.dst, '}')
 		return nil
 	}
-	m := r.mark()
+	m := r.respMark()
 	r.openMessage("system")
 	r.dst = append(r.dst, '"')
 	n := 0
 	for j, p := range parts {
-		text, ok, err := partText(p, false, i, j)
+		text, ok, err := respPartText(p, false, i, j)
 		if err != nil {
 			return err
 		}
@@ -353,7 +353,7 @@ func (r *respRequest) systemMessage(content *fastjson.Value, i int) error {
 			if n > 0 {
 				r.dst = append(r.dst, `\n`...)
 			}
-			r.dst = appendEscaped(r.dst, text)
+			r.dst = appendRespEscaped(r.dst, text)
 			n++
 		}
 	}
@@ -370,22 +370,22 @@ func (r *respRequest) systemMessage(content *fastjson.Value, i int) error {
 func (r *respRequest) call(it *fastjson.Value, i int, custom bool) error {
 	callID, ok := respStr(it.Get("call_id"))
 	if !ok || callID == "" {
-		return itemErr(i, ".call_id must be a non-empty string")
+		return respItemErr(i, ".call_id must be a non-empty string")
 	}
-	t := toolName{custom: custom}
+	t := respToolName{custom: custom}
 	if t.name, ok = respStr(it.Get("name")); !ok || t.name == "" {
-		return itemErr(i, ".name must be a non-empty string")
+		return respItemErr(i, ".name must be a non-empty string")
 	}
 	if ns := it.Get("namespace"); !respNull(ns) {
 		if t.ns, ok = respStr(ns); !ok {
-			return itemErr(i, ".namespace must be a string")
+			return respItemErr(i, ".namespace must be a string")
 		}
 	}
 	var args string
 	if custom {
 		input, ok := respStr(it.Get("input"))
 		if !ok {
-			return itemErr(i, ".input must be a string")
+			return respItemErr(i, ".input must be a string")
 		}
 		// The custom tool's chat function takes {"input": "…"}.
 		r.scratch = append(r.scratch[:0], `{"input":`...)
@@ -394,25 +394,25 @@ func (r *respRequest) call(it *fastjson.Value, i int, custom bool) error {
 		args = byteconv.String(r.scratch)
 	} else if a := it.Get("arguments"); !respNull(a) {
 		if args, ok = respStr(a); !ok {
-			return itemErr(i, ".arguments must be a string")
+			return respItemErr(i, ".arguments must be a string")
 		}
 	} else {
 		args = "{}"
 	}
 	switch r.asst {
-	case asstText:
+	case respAsstText:
 		r.dst = append(r.dst, `,"tool_calls":[`...)
-	case asstCalls:
+	case respAsstCalls:
 		r.dst = append(r.dst, ',')
 	default:
 		r.openMessage("assistant")
 		r.dst = append(r.dst, `null,"tool_calls":[`...)
 	}
-	r.asst = asstCalls
+	r.asst = respAsstCalls
 	r.dst = append(r.dst, `{"id":`...)
 	r.dst = jsonw.String(r.dst, callID)
 	r.dst = append(r.dst, `,"type":"function","function":{"name":`...)
-	r.dst = appendChatToolNameJSON(r.dst, t)
+	r.dst = appendRespChatToolNameJSON(r.dst, t)
 	r.dst = append(r.dst, `,"arguments":`...)
 	r.dst = jsonw.String(r.dst, args)
 	r.dst = append(r.dst, "}}"...)
@@ -426,7 +426,7 @@ func (r *respRequest) call(it *fastjson.Value, i int, custom bool) error {
 func (r *respRequest) output(it *fastjson.Value, i int) (images bool, err error) {
 	callID, ok := respStr(it.Get("call_id"))
 	if !ok || callID == "" {
-		return false, itemErr(i, ".call_id must be a non-empty string")
+		return false, respItemErr(i, ".call_id must be a non-empty string")
 	}
 	out := it.Get("output")
 	r.openMessage("tool")
@@ -438,18 +438,18 @@ func (r *respRequest) output(it *fastjson.Value, i int) (images bool, err error)
 		n := 0
 		for j, p := range parts {
 			if p.Type() != fastjson.TypeObject {
-				return false, partErr(i, "output", j, " must be an object")
+				return false, respPartErr(i, "output", j, " must be an object")
 			}
 			switch typ, _ := respStr(p.Get("type")); typ {
 			case "input_text", "output_text":
 				s, ok := respStr(p.Get("text"))
 				if !ok {
-					return false, partErr(i, "output", j, ".text must be a string")
+					return false, respPartErr(i, "output", j, ".text must be a string")
 				}
 				if n > 0 {
 					r.dst = append(r.dst, `\n`...)
 				}
-				r.dst = appendEscaped(r.dst, s)
+				r.dst = appendRespEscaped(r.dst, s)
 				n++
 			case "input_image":
 				u := p.Get("image_url")
@@ -457,7 +457,7 @@ func (r *respRequest) output(it *fastjson.Value, i int) (images bool, err error)
 					continue // by file_id: no chat counterpart
 				}
 				if s, ok := respStr(u); !ok {
-					return false, partErr(i, "output", j, ".image_url must be a string")
+					return false, respPartErr(i, "output", j, ".image_url must be a string")
 				} else if s != "" {
 					images = true
 				}
@@ -465,7 +465,7 @@ func (r *respRequest) output(it *fastjson.Value, i int) (images bool, err error)
 		}
 		r.dst = append(r.dst, '"')
 	} else {
-		return false, itemErr(i, ".output must be a string or an array of parts")
+		return false, respItemErr(i, ".output must be a string or an array of parts")
 	}
 	r.dst = append(r.dst, `,"tool_call_id":`...)
 	r.dst = jsonw.String(r.dst, callID)
@@ -476,12 +476,12 @@ func (r *respRequest) output(it *fastjson.Value, i int) (images bool, err error)
 // outputImages writes the images of the tool outputs among items as one
 // user message.
 func (r *respRequest) outputImages(items []*fastjson.Value) {
-	m := r.mark()
+	m := r.respMark()
 	r.openMessage("user")
 	r.dst = append(r.dst, '[')
 	n := 0
 	for _, it := range items {
-		if typ, _ := respStr(it.Get("type")); kindOf(typ) != kindOutput {
+		if typ, _ := respStr(it.Get("type")); respKindOf(typ) != respKindOutput {
 			continue
 		}
 		parts, _ := it.Get("output").Array()

@@ -73,25 +73,25 @@ func appendRespValue(dst []byte, v *fastjson.Value) ([]byte, bool) {
 		s, _ := respStr(v)
 		return jsonw.String(dst, s), true
 	case fastjson.TypeNumber:
-		return appendNumber(dst, v)
+		return appendRespNumber(dst, v)
 	default: // true, false, null
 		return v.MarshalTo(dst), true
 	}
 }
 
-// appendNumber appends a number value as written, if it is a JSON number.
-func appendNumber(dst []byte, v *fastjson.Value) ([]byte, bool) {
+// appendRespNumber appends a number value as written, if it is a JSON number.
+func appendRespNumber(dst []byte, v *fastjson.Value) ([]byte, bool) {
 	n := len(dst)
 	dst = v.MarshalTo(dst)
-	if !jsonNumber(dst[n:]) {
+	if !respJSONNumber(dst[n:]) {
 		return dst[:n], false
 	}
 	return dst, true
 }
 
-// jsonNumber reports whether b is a number in JSON's grammar:
+// respJSONNumber reports whether b is a number in JSON's grammar:
 // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func jsonNumber(b []byte) bool {
+func respJSONNumber(b []byte) bool {
 	i := 0
 	digits := func() int {
 		j := i
@@ -126,35 +126,35 @@ func jsonNumber(b []byte) bool {
 	return i == len(b)
 }
 
-// appendEscaped appends s escaped as the inside of a JSON string (no
+// appendRespEscaped appends s escaped as the inside of a JSON string (no
 // quotes), so several pieces can form one string literal.
-func appendEscaped(dst []byte, s string) []byte {
+func appendRespEscaped(dst []byte, s string) []byte {
 	n := len(dst)
 	dst = jsonw.String(dst, s)
 	copy(dst[n:], dst[n+1:len(dst)-1])
 	return dst[:len(dst)-2]
 }
 
-// appendKeyString appends ,"key":"s".
-func appendKeyString(dst []byte, key, s string) []byte {
+// appendRespKeyString appends ,"key":"s".
+func appendRespKeyString(dst []byte, key, s string) []byte {
 	dst = append(dst, ',', '"')
 	dst = append(dst, key...)
 	dst = append(dst, '"', ':')
 	return jsonw.String(dst, s)
 }
 
-// appendKeyInt appends ,"key":n.
-func appendKeyInt(dst []byte, key string, n int64) []byte {
+// appendRespKeyInt appends ,"key":n.
+func appendRespKeyInt(dst []byte, key string, n int64) []byte {
 	dst = append(dst, ',', '"')
 	dst = append(dst, key...)
 	dst = append(dst, '"', ':')
 	return strconv.AppendInt(dst, n, 10)
 }
 
-// appendIDPart appends s keeping only the bytes an item id may hold
+// appendRespIDPart appends s keeping only the bytes an item id may hold
 // ([A-Za-z0-9_-]), at most max of them: upstream ids become parts of the
 // ids the client sees and must not carry anything else.
-func appendIDPart(dst []byte, s string, max int) []byte {
+func appendRespIDPart(dst []byte, s string, max int) []byte {
 	n := 0
 	for i := 0; i < len(s) && n < max; i++ {
 		if c := s[i]; c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
@@ -165,9 +165,9 @@ func appendIDPart(dst []byte, s string, max int) []byte {
 	return dst
 }
 
-// appendHash64 appends the FNV-1a hash of b as 16 hex digits: the id of
+// appendRespHash64 appends the FNV-1a hash of b as 16 hex digits: the id of
 // an answer whose upstream sent none, derived so the function stays pure.
-func appendHash64(dst, b []byte) []byte {
+func appendRespHash64(dst, b []byte) []byte {
 	h := uint64(14695981039346656037)
 	for _, c := range b {
 		h ^= uint64(c)

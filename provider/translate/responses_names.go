@@ -20,53 +20,53 @@ import (
 // is as long as Codex's own flattening ("mcp__gh__create_issue"). A tool
 // whose name would read back differently is refused (400) rather than sent.
 const (
-	nsSep        = "--"
-	customSuffix = "--freeform"
+	respNSSep        = "--"
+	respCustomSuffix = "--freeform"
 )
 
-// toolName is a Responses tool's identity: its namespace ("" for none),
+// respToolName is a Responses tool's identity: its namespace ("" for none),
 // its name, and whether it is a custom (freeform) tool.
-type toolName struct {
+type respToolName struct {
 	ns, name string
 	custom   bool
 }
 
-// appendChatToolName appends the chat function name that stands for t.
-func appendChatToolName(dst []byte, t toolName) []byte {
+// appendRespChatToolName appends the chat function name that stands for t.
+func appendRespChatToolName(dst []byte, t respToolName) []byte {
 	if t.ns != "" {
 		dst = append(dst, t.ns...)
-		dst = append(dst, nsSep...)
+		dst = append(dst, respNSSep...)
 	}
 	dst = append(dst, t.name...)
 	if t.custom {
-		dst = append(dst, customSuffix...)
+		dst = append(dst, respCustomSuffix...)
 	}
 	return dst
 }
 
-// appendChatToolNameJSON appends t's chat name as a JSON string.
-func appendChatToolNameJSON(dst []byte, t toolName) []byte {
+// appendRespChatToolNameJSON appends t's chat name as a JSON string.
+func appendRespChatToolNameJSON(dst []byte, t respToolName) []byte {
 	dst = append(dst, '"')
 	if t.ns != "" {
-		dst = appendEscaped(dst, t.ns)
-		dst = append(dst, nsSep...)
+		dst = appendRespEscaped(dst, t.ns)
+		dst = append(dst, respNSSep...)
 	}
-	dst = appendEscaped(dst, t.name)
+	dst = appendRespEscaped(dst, t.name)
 	if t.custom {
-		dst = append(dst, customSuffix...)
+		dst = append(dst, respCustomSuffix...)
 	}
 	return append(dst, '"')
 }
 
-// parseChatToolName reads back a chat function name written by
-// appendChatToolName. A name the gateway did not write reads as a plain
+// parseRespChatToolName reads back a chat function name written by
+// appendRespChatToolName. A name the gateway did not write reads as a plain
 // function of that name.
-func parseChatToolName(s string) toolName {
-	var t toolName
-	if rest, ok := strings.CutSuffix(s, customSuffix); ok && rest != "" {
+func parseRespChatToolName(s string) respToolName {
+	var t respToolName
+	if rest, ok := strings.CutSuffix(s, respCustomSuffix); ok && rest != "" {
 		t.custom, s = true, rest
 	}
-	if ns, name, ok := strings.Cut(s, nsSep); ok && ns != "" && name != "" {
+	if ns, name, ok := strings.Cut(s, respNSSep); ok && ns != "" && name != "" {
 		t.ns, s = ns, name
 	}
 	t.name = s
@@ -75,7 +75,7 @@ func parseChatToolName(s string) toolName {
 
 // roundTrips reports whether t's chat name reads back as t. scratch is
 // reused for the name and returned.
-func (t toolName) roundTrips(scratch []byte) (bool, []byte) {
-	scratch = appendChatToolName(scratch[:0], t)
-	return parseChatToolName(byteconv.String(scratch)) == t, scratch
+func (t respToolName) roundTrips(scratch []byte) (bool, []byte) {
+	scratch = appendRespChatToolName(scratch[:0], t)
+	return parseRespChatToolName(byteconv.String(scratch)) == t, scratch
 }

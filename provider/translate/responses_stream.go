@@ -13,20 +13,20 @@ import (
 	"github.com/switchyard/switchyard/internal/jsonw"
 )
 
-// maxHeld bounds what a stream holds at once: the open message's text, the
+// maxRespHeld bounds what a stream holds at once: the open message's text, the
 // open tool call's arguments and the closed items the terminal event
 // repeats. A model's longest answer is a few hundred KiB.
-const maxHeld = 16 << 20
+const maxRespHeld = 16 << 20
 
 var (
-	errChunk         = errors.New("malformed chunk in the upstream chat stream")
-	errStreamEnded   = errors.New("chat stream chunk after the end of the stream")
-	errToolCallOrder = errors.New("upstream chat stream continued a tool call after the next one began")
-	errTooLong       = errors.New("upstream answer exceeds what the gateway holds for one response")
+	errRespChunk         = errors.New("malformed chunk in the upstream chat stream")
+	errRespStreamEnded   = errors.New("chat stream chunk after the end of the stream")
+	errRespToolCallOrder = errors.New("upstream chat stream continued a tool call after the next one began")
+	errRespTooLong       = errors.New("upstream answer exceeds what the gateway holds for one response")
 )
 
-// streamPart is a content part of the open message item.
-type streamPart struct {
+// respPart is a content part of the open message item.
+type respPart struct {
 	open  bool
 	index int
 	buf   []byte // its text so far (raw)
@@ -51,7 +51,7 @@ type responsesStream struct {
 	msgs          int  // message items opened
 	msgID         []byte
 	nparts        int
-	text, refusal streamPart
+	text, refusal respPart
 
 	call      bool // a tool call item is open
 	callIndex int  // its output_index
@@ -77,7 +77,7 @@ func NewResponsesStream(model []byte) Stream {
 }
 
 // event appends an event's name and the start of its data, through the
-// sequence_number; the caller appends the other fields and endEvent.
+// sequence_number; the caller appends the other fields and endRespEvent.
 func (s *responsesStream) event(dst []byte, typ string) []byte {
 	dst = append(dst, "event: "...)
 	dst = append(dst, typ...)
@@ -89,18 +89,18 @@ func (s *responsesStream) event(dst []byte, typ string) []byte {
 	return dst
 }
 
-func endEvent(dst []byte) []byte { return append(dst, "}\n\n"...) }
+func endRespEvent(dst []byte) []byte { return append(dst, "}\n\n"...) }
 
 // start appends response.created and response.in_progress.
 func (s *responsesStream) start(dst []byte, chatID string, created int64, data []byte) []byte {
 	s.started = true
-	s.idBuf = appendBase(s.idBuf[:0], chatID, data)
+	s.idBuf = appendRespBase(s.idBuf[:0], chatID, data)
 	s.meta.base, s.meta.created = s.idBuf, created
 	for _, typ := range [...]string{"response.created", "response.in_progress"} {
 		dst = s.event(dst, typ)
 		dst = append(dst, `,"response":`...)
 		dst = appendResponseObject(dst, &s.meta, respStatus{status: "in_progress"}, nil, respUsage{}, nil)
-		dst = endEvent(dst)
+		dst = endRespEvent(dst)
 	}
 	return dst
 }
@@ -110,13 +110,13 @@ func (s *responsesStream) start(dst []byte, chatID string, created int64, data [
 // then Fail.
 func (s *responsesStream) Chunk(dst, data []byte) ([]byte, error) {
 	if s.ended {
-		return dst, errStreamEnded
+		return dst, errRespStreamEnded
 	}
 	p := respParsers.Get()
 	defer respParsers.Put(p)
 	v, err := p.ParseBytes(data)
 	if err != nil || v.Type() != fastjson.TypeObject {
-		return dst, errChunk
+		return dst, errRespChunk
 	}
 	if e := v.Get("error"); !respNull(e) {
 		msg, _ := respStr(e.Get("message"))
@@ -130,7 +130,7 @@ func (s *responsesStream) Chunk(dst, data []byte) ([]byte, error) {
 		arr, _ := choices.Array()
 		for _, c := range arr {
 			if c.Type() != fastjson.TypeObject {
-				return dst, errChunk
+				return dst, errRespChunk
 			}
 			if c.GetInt("index") != 0 { // n is always 1 here
 				continue
@@ -140,13 +140,13 @@ func (s *responsesStream) Chunk(dst, data []byte) ([]byte, error) {
 			}
 		}
 	} else if !respNull(choices) {
-		return dst, errChunk
+		return dst, errRespChunk
 	}
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
-		s.usage = readChatUsage(u)
+		s.usage = readRespChatUsage(u)
 	}
-	if len(s.text.buf)+len(s.refusal.buf)+len(s.args)+len(s.output) > maxHeld {
-		return dst, errTooLong
+	if len(s.text.buf)+len(s.refusal.buf)+len(s.args)+len(s.output) > maxRespHeld {
+		return dst, errRespTooLong
 	}
 	return dst, nil
 }
@@ -187,18 +187,18 @@ func (s *responsesStream) choice(dst []byte, c *fastjson.Value) ([]byte, error) 
 
 // textDelta appends the events of a text (or refusal) delta, opening the
 // message item and the part first.
-func (s *responsesStream) textDelta(dst []byte, part *streamPart, t string) []byte {
+func (s *responsesStream) textDelta(dst []byte, part *respPart, t string) []byte {
 	dst = s.closeCall(dst)
 	if !s.msg {
 		s.msg, s.msgIndex, s.nparts = true, s.next, 0
 		s.next++
-		s.msgID = appendMessageID(s.msgID[:0], &s.meta, s.msgs)
+		s.msgID = appendRespMessageID(s.msgID[:0], &s.meta, s.msgs)
 		s.msgs++
 		dst = s.event(dst, "response.output_item.added")
-		dst = appendKeyInt(dst, "output_index", int64(s.msgIndex))
+		dst = appendRespKeyInt(dst, "output_index", int64(s.msgIndex))
 		dst = append(dst, `,"item":`...)
-		dst = appendMessageItemHead(dst, s.msgID, "in_progress")
-		dst = endEvent(append(dst, "]}"...))
+		dst = appendRespMessageHead(dst, s.msgID, "in_progress")
+		dst = endRespEvent(append(dst, "]}"...))
 	}
 	refusal := part == &s.refusal
 	if !part.open {
@@ -208,11 +208,11 @@ func (s *responsesStream) textDelta(dst []byte, part *streamPart, t string) []by
 		dst = s.partFields(dst, part)
 		dst = append(dst, `,"part":`...)
 		if refusal {
-			dst = appendRefusalPart(dst, "")
+			dst = appendRespRefusalPart(dst, "")
 		} else {
-			dst = appendTextPart(dst, "")
+			dst = appendRespTextPart(dst, "")
 		}
-		dst = endEvent(dst)
+		dst = endRespEvent(dst)
 	}
 	part.buf = append(part.buf, t...)
 	if refusal {
@@ -223,18 +223,18 @@ func (s *responsesStream) textDelta(dst []byte, part *streamPart, t string) []by
 		dst = s.partFields(dst, part)
 		dst = append(dst, `,"logprobs":[]`...)
 	}
-	dst = appendKeyString(dst, "delta", t)
-	return endEvent(dst)
+	dst = appendRespKeyString(dst, "delta", t)
+	return endRespEvent(dst)
 }
 
 // partFields appends item_id, output_index and content_index of a part of
 // the open message.
-func (s *responsesStream) partFields(dst []byte, part *streamPart) []byte {
+func (s *responsesStream) partFields(dst []byte, part *respPart) []byte {
 	dst = append(dst, `,"item_id":"`...)
 	dst = append(dst, s.msgID...)
 	dst = append(dst, '"')
-	dst = appendKeyInt(dst, "output_index", int64(s.msgIndex))
-	return appendKeyInt(dst, "content_index", int64(part.index))
+	dst = appendRespKeyInt(dst, "output_index", int64(s.msgIndex))
+	return appendRespKeyInt(dst, "content_index", int64(part.index))
 }
 
 // closeMessage appends the done events of the open message item and keeps
@@ -247,7 +247,7 @@ func (s *responsesStream) closeMessage(dst []byte) []byte {
 	if s.refusal.open && (!s.text.open || s.refusal.index < s.text.index) {
 		first, second = second, first
 	}
-	for _, part := range [...]*streamPart{first, second} {
+	for _, part := range [...]*respPart{first, second} {
 		if !part.open {
 			continue
 		}
@@ -255,26 +255,26 @@ func (s *responsesStream) closeMessage(dst []byte) []byte {
 		if part == &s.refusal {
 			dst = s.event(dst, "response.refusal.done")
 			dst = s.partFields(dst, part)
-			dst = appendKeyString(dst, "refusal", text)
+			dst = appendRespKeyString(dst, "refusal", text)
 		} else {
 			dst = s.event(dst, "response.output_text.done")
 			dst = s.partFields(dst, part)
 			dst = append(dst, `,"logprobs":[]`...)
-			dst = appendKeyString(dst, "text", text)
+			dst = appendRespKeyString(dst, "text", text)
 		}
-		dst = endEvent(dst)
+		dst = endRespEvent(dst)
 		dst = s.event(dst, "response.content_part.done")
 		dst = s.partFields(dst, part)
 		dst = append(dst, `,"part":`...)
 		if part == &s.refusal {
-			dst = appendRefusalPart(dst, text)
+			dst = appendRespRefusalPart(dst, text)
 		} else {
-			dst = appendTextPart(dst, text)
+			dst = appendRespTextPart(dst, text)
 		}
-		dst = endEvent(dst)
+		dst = endRespEvent(dst)
 	}
-	item := appendMessageItemHead(s.scratch[:0], s.msgID, finishStatus(s.finish).itemStatus())
-	for i, part := range [...]*streamPart{first, second} {
+	item := appendRespMessageHead(s.scratch[:0], s.msgID, respFinishStatus(s.finish).itemStatus())
+	for i, part := range [...]*respPart{first, second} {
 		if !part.open {
 			continue
 		}
@@ -282,9 +282,9 @@ func (s *responsesStream) closeMessage(dst []byte) []byte {
 			item = append(item, ',')
 		}
 		if part == &s.refusal {
-			item = appendRefusalPart(item, byteconv.String(part.buf))
+			item = appendRespRefusalPart(item, byteconv.String(part.buf))
 		} else {
-			item = appendTextPart(item, byteconv.String(part.buf))
+			item = appendRespTextPart(item, byteconv.String(part.buf))
 		}
 	}
 	item = append(item, "]}"...)
@@ -299,10 +299,10 @@ func (s *responsesStream) closeMessage(dst []byte) []byte {
 // itemDone appends response.output_item.done for item and keeps it.
 func (s *responsesStream) itemDone(dst []byte, index int, item []byte) []byte {
 	dst = s.event(dst, "response.output_item.done")
-	dst = appendKeyInt(dst, "output_index", int64(index))
+	dst = appendRespKeyInt(dst, "output_index", int64(index))
 	dst = append(dst, `,"item":`...)
 	dst = append(dst, item...)
-	dst = endEvent(dst)
+	dst = endRespEvent(dst)
 	if len(s.output) > 0 {
 		s.output = append(s.output, ',')
 	}
@@ -314,13 +314,13 @@ func (s *responsesStream) itemDone(dst []byte, index int, item []byte) []byte {
 // item (closing what was open), the same index continues it.
 func (s *responsesStream) toolCallDelta(dst []byte, tc *fastjson.Value) ([]byte, error) {
 	if tc.Type() != fastjson.TypeObject {
-		return dst, errChunk
+		return dst, errRespChunk
 	}
 	idx := -1
 	if iv := tc.Get("index"); iv != nil {
 		n, err := iv.Int()
 		if err != nil || n < 0 {
-			return dst, errChunk
+			return dst, errRespChunk
 		}
 		idx = n
 	}
@@ -333,7 +333,7 @@ func (s *responsesStream) toolCallDelta(dst []byte, tc *fastjson.Value) ([]byte,
 			idx = s.lastChat + 1
 		}
 		if idx <= s.lastChat {
-			return dst, errToolCallOrder
+			return dst, errRespToolCallOrder
 		}
 		dst = s.openCall(dst, idx, id, name)
 	} else if name != "" && id == "" {
@@ -348,8 +348,8 @@ func (s *responsesStream) toolCallDelta(dst []byte, tc *fastjson.Value) ([]byte,
 	}
 	dst = s.event(dst, "response.function_call_arguments.delta")
 	dst = s.callFields(dst)
-	dst = appendKeyString(dst, "delta", args)
-	return endEvent(dst), nil
+	dst = appendRespKeyString(dst, "delta", args)
+	return endRespEvent(dst), nil
 }
 
 // openCall closes what is open and appends output_item.added for a tool
@@ -367,26 +367,26 @@ func (s *responsesStream) openCall(dst []byte, idx int, id, name string) []byte 
 	}
 	s.name = append(s.name[:0], name...)
 	s.args = s.args[:0]
-	c := s.callItem()
+	c := s.respCallItem()
 	s.custom = c.tool.custom
 	dst = s.event(dst, "response.output_item.added")
-	dst = appendKeyInt(dst, "output_index", int64(s.callIndex))
+	dst = appendRespKeyInt(dst, "output_index", int64(s.callIndex))
 	dst = append(dst, `,"item":`...)
-	dst = appendCallItem(dst, &c, "in_progress", "")
-	return endEvent(dst)
+	dst = appendRespCallItem(dst, &c, "in_progress", "")
+	return endRespEvent(dst)
 }
 
-// callItem views the open tool call (valid until its buffers change).
-func (s *responsesStream) callItem() callItem {
-	return callItem{callID: byteconv.String(s.callID), tool: parseChatToolName(byteconv.String(s.name))}
+// respCallItem views the open tool call (valid until its buffers change).
+func (s *responsesStream) respCallItem() respCallItem {
+	return respCallItem{callID: byteconv.String(s.callID), tool: parseRespChatToolName(byteconv.String(s.name))}
 }
 
 // callFields appends item_id and output_index of the open tool call.
 func (s *responsesStream) callFields(dst []byte) []byte {
-	c := s.callItem()
+	c := s.respCallItem()
 	dst = append(dst, `,"item_id":`...)
-	dst = appendCallItemID(dst, &c)
-	return appendKeyInt(dst, "output_index", int64(s.callIndex))
+	dst = appendRespCallItemID(dst, &c)
+	return appendRespKeyInt(dst, "output_index", int64(s.callIndex))
 }
 
 // closeCall appends the done events of the open tool call: the arguments,
@@ -395,28 +395,28 @@ func (s *responsesStream) closeCall(dst []byte) []byte {
 	if !s.call {
 		return dst
 	}
-	c := s.callItem()
+	c := s.respCallItem()
 	c.tool.custom = s.custom
 	payload := byteconv.String(s.args)
 	if s.custom {
 		p := respParsers.Get()
-		payload = customInput(p, payload)
+		payload = respCustomInput(p, payload)
 		dst = s.event(dst, "response.custom_tool_call_input.delta")
 		dst = s.callFields(dst)
-		dst = appendKeyString(dst, "delta", payload)
-		dst = endEvent(dst)
+		dst = appendRespKeyString(dst, "delta", payload)
+		dst = endRespEvent(dst)
 		dst = s.event(dst, "response.custom_tool_call_input.done")
 		dst = s.callFields(dst)
-		dst = appendKeyString(dst, "input", payload)
-		dst = endEvent(dst)
-		s.scratch = appendCallItem(s.scratch[:0], &c, finishStatus(s.finish).itemStatus(), payload)
+		dst = appendRespKeyString(dst, "input", payload)
+		dst = endRespEvent(dst)
+		s.scratch = appendRespCallItem(s.scratch[:0], &c, respFinishStatus(s.finish).itemStatus(), payload)
 		respParsers.Put(p)
 	} else {
 		dst = s.event(dst, "response.function_call_arguments.done")
 		dst = s.callFields(dst)
-		dst = appendKeyString(dst, "arguments", payload)
-		dst = endEvent(dst)
-		s.scratch = appendCallItem(s.scratch[:0], &c, finishStatus(s.finish).itemStatus(), payload)
+		dst = appendRespKeyString(dst, "arguments", payload)
+		dst = endRespEvent(dst)
+		s.scratch = appendRespCallItem(s.scratch[:0], &c, respFinishStatus(s.finish).itemStatus(), payload)
 	}
 	dst = s.itemDone(dst, s.callIndex, s.scratch)
 	s.call = false
@@ -438,7 +438,7 @@ func (s *responsesStream) Done(dst []byte) ([]byte, error) {
 		dst = s.start(dst, "", 0, nil)
 	}
 	dst = s.closeItems(dst)
-	st := finishStatus(s.finish)
+	st := respFinishStatus(s.finish)
 	if st.status == "completed" {
 		dst = s.event(dst, "response.completed")
 	} else {
@@ -447,7 +447,7 @@ func (s *responsesStream) Done(dst []byte) ([]byte, error) {
 	dst = append(dst, `,"response":`...)
 	dst = appendResponseObject(dst, &s.meta, st, s.output, s.usage, nil)
 	s.ended = true
-	return endEvent(dst), nil
+	return endRespEvent(dst), nil
 }
 
 // Fail implements Stream: response.failed, whose response carries the
@@ -467,21 +467,21 @@ func (s *responsesStream) Fail(dst []byte, status int, typ, code, message string
 	}
 	if !s.started {
 		s.started = true
-		s.idBuf = appendHash64(s.idBuf[:0], byteconv.Bytes(message))
+		s.idBuf = appendRespHash64(s.idBuf[:0], byteconv.Bytes(message))
 		s.meta.base = s.idBuf
 	}
 	dst = s.event(dst, "response.failed")
 	dst = append(dst, `,"response":`...)
 	dst = appendResponseObject(dst, &s.meta, respStatus{status: "failed"}, s.output, s.usage,
 		&respError{code: code, message: message, typ: typ})
-	dst = endEvent(dst)
+	dst = endRespEvent(dst)
 	dst = s.event(dst, "error")
-	dst = appendKeyString(dst, "code", code)
-	dst = appendKeyString(dst, "message", message)
+	dst = appendRespKeyString(dst, "code", code)
+	dst = appendRespKeyString(dst, "message", message)
 	dst = append(dst, `,"param":null,"error":{"message":`...)
 	dst = jsonw.String(dst, message)
-	dst = appendKeyString(dst, "type", typ)
+	dst = appendRespKeyString(dst, "type", typ)
 	dst = append(dst, `,"param":null`...)
-	dst = appendKeyString(dst, "code", code)
-	return endEvent(append(dst, '}'))
+	dst = appendRespKeyString(dst, "code", code)
+	return endRespEvent(append(dst, '}'))
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 )
 
-// chunk builds a chat.completion.chunk with delta (JSON) and an optional
+// respChunk builds a chat.completion.chunk with delta (JSON) and an optional
 // finish_reason, as the chat adapters send them.
-func chunk(delta, finish string) string {
+func respChunk(delta, finish string) string {
 	f := "null"
 	if finish != "" {
 		f = `"` + finish + `"`
@@ -24,11 +24,11 @@ func chunk(delta, finish string) string {
 	return `{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1700000001,"model":"claude-x","choices":[{"index":0,"delta":` + delta + `,"logprobs":null,"finish_reason":` + f + `}]}`
 }
 
-const usageChunk = `{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1700000001,"model":"claude-x","choices":[],"usage":{"prompt_tokens":50,"completion_tokens":9,"total_tokens":59,"prompt_tokens_details":{"cached_tokens":40}}}`
+const respUsageChunk = `{"id":"chatcmpl-7","object":"chat.completion.chunk","created":1700000001,"model":"claude-x","choices":[],"usage":{"prompt_tokens":50,"completion_tokens":9,"total_tokens":59,"prompt_tokens_details":{"cached_tokens":40}}}`
 
-// runStream feeds chunks to a new stream, then its end, and returns the
+// runRespStream feeds chunks to a new stream, then its end, and returns the
 // client's bytes.
-func runStream(t *testing.T, chunks ...string) []byte {
+func runRespStream(t *testing.T, chunks ...string) []byte {
 	t.Helper()
 	s := NewResponsesStream([]byte("gpt-5.1-codex"))
 	var out []byte
@@ -45,11 +45,11 @@ func runStream(t *testing.T, chunks ...string) []byte {
 	return out
 }
 
-// sdkEvents reads the SSE bytes with openai-go's own SSE decoder and event
+// respSDKEvents reads the SSE bytes with openai-go's own SSE decoder and event
 // union, the way client.Responses.NewStreaming does, and checks what every
 // event must have: the event name equal to the data's type, and
 // sequence_number counting from 0.
-func sdkEvents(t *testing.T, sse []byte) ([]responses.ResponseStreamEventUnion, error) {
+func respSDKEvents(t *testing.T, sse []byte) ([]responses.ResponseStreamEventUnion, error) {
 	t.Helper()
 	res := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(sse))}
 	dec := ssestream.NewDecoder(res)
@@ -73,7 +73,7 @@ func sdkEvents(t *testing.T, sse []byte) ([]responses.ResponseStreamEventUnion, 
 	return events, stream.Err()
 }
 
-func types(events []responses.ResponseStreamEventUnion) []string {
+func respEventTypes(events []responses.ResponseStreamEventUnion) []string {
 	var ts []string
 	for _, e := range events {
 		ts = append(ts, e.Type)
@@ -84,20 +84,20 @@ func types(events []responses.ResponseStreamEventUnion) []string {
 // The whole event sequence of an answer with text, a function call, a
 // namespaced function call and a custom tool call, as OpenAI orders it.
 func TestResponsesStreamSequence(t *testing.T) {
-	out := runStream(t,
-		chunk(`{"role":"assistant","content":""}`, ""),
-		chunk(`{"content":"Let me "}`, ""),
-		chunk(`{"content":"look."}`, ""),
-		chunk(`{"tool_calls":[{"index":0,"id":"toolu_1","type":"function","function":{"name":"shell_command","arguments":""}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"command\":"}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"ls\"}"}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":1,"id":"toolu_2","type":"function","function":{"name":"mcp__github--create_issue","arguments":"{}"}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":2,"id":"toolu_3","type":"function","function":{"name":"apply_patch--freeform","arguments":"{\"input\":\"*** Begin"}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":2,"function":{"arguments":" Patch\\n\"}"}}]}`, ""),
-		chunk(`{}`, "tool_calls"),
-		usageChunk,
+	out := runRespStream(t,
+		respChunk(`{"role":"assistant","content":""}`, ""),
+		respChunk(`{"content":"Let me "}`, ""),
+		respChunk(`{"content":"look."}`, ""),
+		respChunk(`{"tool_calls":[{"index":0,"id":"toolu_1","type":"function","function":{"name":"shell_command","arguments":""}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"command\":"}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"ls\"}"}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":1,"id":"toolu_2","type":"function","function":{"name":"mcp__github--create_issue","arguments":"{}"}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":2,"id":"toolu_3","type":"function","function":{"name":"apply_patch--freeform","arguments":"{\"input\":\"*** Begin"}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":2,"function":{"arguments":" Patch\\n\"}"}}]}`, ""),
+		respChunk(`{}`, "tool_calls"),
+		respUsageChunk,
 	)
-	events, err := sdkEvents(t, out)
+	events, err := respSDKEvents(t, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestResponsesStreamSequence(t *testing.T) {
 		"response.output_item.added", "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done", "response.output_item.done",
 		"response.completed",
 	}
-	if got := types(events); !reflect.DeepEqual(got, want) {
+	if got := respEventTypes(events); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events\n got %q\nwant %q", got, want)
 	}
 	created := events[0].AsResponseCreated().Response
@@ -153,7 +153,7 @@ func TestResponsesStreamSequence(t *testing.T) {
 		t.Fatalf("custom call done %+v", ct)
 	}
 	final := events[22].AsResponseCompleted().Response
-	checkSDKResponse(t, &final)
+	checkRespSDKResponse(t, &final)
 	if final.Status != "completed" || len(final.Output) != 4 || final.OutputText() != "Let me look." ||
 		final.Usage.InputTokens != 50 || final.Usage.InputTokensDetails.CachedTokens != 40 || final.Usage.OutputTokens != 9 {
 		t.Fatalf("completed %+v", final)
@@ -163,14 +163,14 @@ func TestResponsesStreamSequence(t *testing.T) {
 // The stream's final response is the non-stream translation of the same
 // answer: a client gets one result whichever way it asked.
 func TestResponsesStreamMatchesAnswer(t *testing.T) {
-	out := runStream(t,
-		chunk(`{"role":"assistant","content":"On it."}`, ""),
-		chunk(`{"tool_calls":[{"index":0,"id":"toolu_1","type":"function","function":{"name":"shell_command","arguments":"{\"command\":\"ls\"}"}},{"index":1,"id":"toolu_2","type":"function","function":{"name":"mcp__github--create_issue","arguments":"{\"title\":\"t\"}"}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":2,"id":"toolu_3","type":"function","function":{"name":"apply_patch--freeform","arguments":"{\"input\":\"*** Begin Patch\\n*** End Patch\\n\"}"}}]}`, ""),
-		chunk(`{}`, "tool_calls"),
+	out := runRespStream(t,
+		respChunk(`{"role":"assistant","content":"On it."}`, ""),
+		respChunk(`{"tool_calls":[{"index":0,"id":"toolu_1","type":"function","function":{"name":"shell_command","arguments":"{\"command\":\"ls\"}"}},{"index":1,"id":"toolu_2","type":"function","function":{"name":"mcp__github--create_issue","arguments":"{\"title\":\"t\"}"}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":2,"id":"toolu_3","type":"function","function":{"name":"apply_patch--freeform","arguments":"{\"input\":\"*** Begin Patch\\n*** End Patch\\n\"}"}}]}`, ""),
+		respChunk(`{}`, "tool_calls"),
 		`{"id":"chatcmpl-7","created":1700000001,"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`,
 	)
-	events, err := sdkEvents(t, out)
+	events, err := respSDKEvents(t, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,20 +183,20 @@ func TestResponsesStreamMatchesAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jsonEqual(t, []byte(streamed), string(answer))
+	respJSONEqual(t, []byte(streamed), string(answer))
 }
 
 // openai-go's ResponseAccumulator rebuilds, from the deltas and done
 // events alone, the same text, arguments and input the terminal event
 // carries.
 func TestResponsesStreamAccumulator(t *testing.T) {
-	out := runStream(t,
-		chunk(`{"role":"assistant","content":"Hel"}`, ""),
-		chunk(`{"content":"lo"}`, ""),
-		chunk(`{"tool_calls":[{"index":0,"id":"call_9","type":"function","function":{"name":"get","arguments":"{\"a\""}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":1,"id":"call_10","function":{"name":"apply_patch--freeform","arguments":"{\"input\":\"p\"}"}}]}`, ""),
-		chunk(`{}`, "stop"),
+	out := runRespStream(t,
+		respChunk(`{"role":"assistant","content":"Hel"}`, ""),
+		respChunk(`{"content":"lo"}`, ""),
+		respChunk(`{"tool_calls":[{"index":0,"id":"call_9","type":"function","function":{"name":"get","arguments":"{\"a\""}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":1,"id":"call_10","function":{"name":"apply_patch--freeform","arguments":"{\"input\":\"p\"}"}}]}`, ""),
+		respChunk(`{}`, "stop"),
 	)
 	var acc responses.ResponseAccumulator
 	for _, block := range strings.Split(strings.TrimSuffix(string(out), "\n\n"), "\n\n") {
@@ -228,7 +228,7 @@ func TestResponsesStreamAccumulator(t *testing.T) {
 // The length running out ends in response.incomplete with
 // max_output_tokens, the items marked incomplete.
 func TestResponsesStreamIncomplete(t *testing.T) {
-	events, err := sdkEvents(t, runStream(t, chunk(`{"content":"Once upon"}`, ""), chunk(`{}`, "length"), usageChunk))
+	events, err := respSDKEvents(t, runRespStream(t, respChunk(`{"content":"Once upon"}`, ""), respChunk(`{}`, "length"), respUsageChunk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,14 +244,14 @@ func TestResponsesStreamIncomplete(t *testing.T) {
 
 // A refusal streams as a refusal part with refusal.delta and .done.
 func TestResponsesStreamRefusal(t *testing.T) {
-	events, err := sdkEvents(t, runStream(t, chunk(`{"refusal":"I can't"}`, ""), chunk(`{"refusal":" help."}`, ""), chunk(`{}`, "stop")))
+	events, err := respSDKEvents(t, runRespStream(t, respChunk(`{"refusal":"I can't"}`, ""), respChunk(`{"refusal":" help."}`, ""), respChunk(`{}`, "stop")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
 		"response.refusal.delta", "response.refusal.delta", "response.refusal.done", "response.content_part.done",
 		"response.output_item.done", "response.completed"}
-	if got := types(events); !reflect.DeepEqual(got, want) {
+	if got := respEventTypes(events); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events %q", got)
 	}
 	if r := events[6].AsResponseRefusalDone(); r.Refusal != "I can't help." || r.ContentIndex != 0 {
@@ -264,11 +264,11 @@ func TestResponsesStreamRefusal(t *testing.T) {
 
 // A stream with nothing in it still opens and completes a response.
 func TestResponsesStreamEmpty(t *testing.T) {
-	events, err := sdkEvents(t, runStream(t))
+	events, err := respSDKEvents(t, runRespStream(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := types(events); !reflect.DeepEqual(got, []string{"response.created", "response.in_progress", "response.completed"}) {
+	if got := respEventTypes(events); !reflect.DeepEqual(got, []string{"response.created", "response.in_progress", "response.completed"}) {
 		t.Fatalf("events %q", got)
 	}
 	if r := events[2].AsResponseCompleted().Response; len(r.Output) != 0 || r.Usage.JSON.InputTokens.Valid() {
@@ -280,23 +280,23 @@ func TestResponsesStreamEmpty(t *testing.T) {
 // the items already done, then the error event on which the SDKs raise.
 func TestResponsesStreamFail(t *testing.T) {
 	s := NewResponsesStream([]byte("m"))
-	out, err := s.Chunk(nil, []byte(chunk(`{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{}"}}]}`, "")))
+	out, err := s.Chunk(nil, []byte(respChunk(`{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{}"}}]}`, "")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err = s.Chunk(out, []byte(chunk(`{"content":"half"}`, "")))
+	out, err = s.Chunk(out, []byte(respChunk(`{"content":"half"}`, "")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out = s.Fail(out, 502, "upstream_error", "upstream_error", "upstream stream ended before its final event")
-	events, err := sdkEvents(t, out)
+	events, err := respSDKEvents(t, out)
 	var se *ssestream.StreamError
 	if !errors.As(err, &se) || !strings.Contains(se.Message, "upstream stream ended") {
 		t.Fatalf("the SDK did not raise on the error event: %v", err)
 	}
 	last := events[len(events)-1]
 	if last.Type != "response.failed" {
-		t.Fatalf("events %q", types(events))
+		t.Fatalf("events %q", respEventTypes(events))
 	}
 	r := last.AsResponseFailed().Response
 	if r.Status != "failed" || r.Error.Code != "upstream_error" || r.Error.Message != "upstream stream ended before its final event" ||
@@ -318,7 +318,7 @@ func TestResponsesStreamFail(t *testing.T) {
 	if more, err := s.Done(nil); err != nil || len(more) != 0 || len(s.Fail(nil, 500, "t", "c", "m")) != 0 {
 		t.Fatalf("a failed stream went on: %q %v", more, err)
 	}
-	if _, err := s.Chunk(nil, []byte(chunk(`{"content":"x"}`, ""))); !errors.Is(err, errStreamEnded) {
+	if _, err := s.Chunk(nil, []byte(respChunk(`{"content":"x"}`, ""))); !errors.Is(err, errRespStreamEnded) {
 		t.Fatalf("chunk after the end: %v", err)
 	}
 }
@@ -327,9 +327,9 @@ func TestResponsesStreamFail(t *testing.T) {
 // has not committed; the integrator may still fail over instead).
 func TestResponsesStreamFailFirst(t *testing.T) {
 	out := NewResponsesStream([]byte("m")).Fail(nil, 429, "rate_limit_error", "", "slow down")
-	events, _ := sdkEvents(t, out)
+	events, _ := respSDKEvents(t, out)
 	if len(events) != 1 || events[0].Type != "response.failed" {
-		t.Fatalf("events %q", types(events))
+		t.Fatalf("events %q", respEventTypes(events))
 	}
 	if e := events[0].AsResponseFailed().Response.Error; e.Code != "rate_limit_exceeded" || e.Message != "slow down" {
 		t.Fatalf("error %+v", e)
@@ -339,23 +339,23 @@ func TestResponsesStreamFailFirst(t *testing.T) {
 // Hostile or broken upstream streams end in an error, never a panic, and
 // append nothing for the chunk that failed.
 func TestResponsesStreamHostile(t *testing.T) {
-	open := chunk(`{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{"}}]}`, "")
+	open := respChunk(`{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{"}}]}`, "")
 	for _, tc := range []struct {
 		name   string
 		chunks []string
 		want   error
 	}{
-		{"not JSON", []string{`{"choices":`}, errChunk},
-		{"not an object", []string{`[1,2]`}, errChunk},
-		{"choices an object", []string{`{"choices":{}}`}, errChunk},
-		{"a choice a string", []string{`{"choices":["x"]}`}, errChunk},
-		{"a tool call delta a number", []string{chunk(`{"tool_calls":[1]}`, "")}, errChunk},
-		{"a negative index", []string{chunk(`{"tool_calls":[{"index":-1,"id":"x"}]}`, "")}, errChunk},
-		{"an index that is a string", []string{chunk(`{"tool_calls":[{"index":"0","id":"x"}]}`, "")}, errChunk},
-		{"a call continued after the next began", []string{open, chunk(`{"tool_calls":[{"index":1,"id":"b","function":{"name":"g"}}]}`, ""), chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]}`, "")}, errToolCallOrder},
-		{"a call index going back", []string{chunk(`{"tool_calls":[{"index":3,"id":"a","function":{"name":"f"}}]}`, ""), chunk(`{"tool_calls":[{"index":1,"id":"b","function":{"name":"g"}}]}`, "")}, errToolCallOrder},
-		{"arguments past the bound", []string{open, chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"`+strings.Repeat("a", maxHeld)+`"}}]}`, "")}, errTooLong},
-		{"text past the bound", []string{chunk(`{"content":"`+strings.Repeat("a", maxHeld+1)+`"}`, "")}, errTooLong},
+		{"not JSON", []string{`{"choices":`}, errRespChunk},
+		{"not an object", []string{`[1,2]`}, errRespChunk},
+		{"choices an object", []string{`{"choices":{}}`}, errRespChunk},
+		{"a choice a string", []string{`{"choices":["x"]}`}, errRespChunk},
+		{"a tool call delta a number", []string{respChunk(`{"tool_calls":[1]}`, "")}, errRespChunk},
+		{"a negative index", []string{respChunk(`{"tool_calls":[{"index":-1,"id":"x"}]}`, "")}, errRespChunk},
+		{"an index that is a string", []string{respChunk(`{"tool_calls":[{"index":"0","id":"x"}]}`, "")}, errRespChunk},
+		{"a call continued after the next began", []string{open, respChunk(`{"tool_calls":[{"index":1,"id":"b","function":{"name":"g"}}]}`, ""), respChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"}"}}]}`, "")}, errRespToolCallOrder},
+		{"a call index going back", []string{respChunk(`{"tool_calls":[{"index":3,"id":"a","function":{"name":"f"}}]}`, ""), respChunk(`{"tool_calls":[{"index":1,"id":"b","function":{"name":"g"}}]}`, "")}, errRespToolCallOrder},
+		{"arguments past the bound", []string{open, respChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"`+strings.Repeat("a", maxRespHeld)+`"}}]}`, "")}, errRespTooLong},
+		{"text past the bound", []string{respChunk(`{"content":"`+strings.Repeat("a", maxRespHeld+1)+`"}`, "")}, errRespTooLong},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewResponsesStream([]byte("m"))
@@ -379,11 +379,11 @@ func TestResponsesStreamHostile(t *testing.T) {
 // Tool call deltas without ids or indexes still make well-formed items:
 // the id is derived, a delta without index continues the open call.
 func TestResponsesStreamMissingIDs(t *testing.T) {
-	events, err := sdkEvents(t, runStream(t,
-		chunk(`{"tool_calls":[{"function":{"name":"f","arguments":"{\"x\""}}]}`, ""),
-		chunk(`{"tool_calls":[{"function":{"arguments":":2}"}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":1,"function":{"name":"g","arguments":"{}"}}]}`, ""),
-		chunk(`{}`, "tool_calls"),
+	events, err := respSDKEvents(t, runRespStream(t,
+		respChunk(`{"tool_calls":[{"function":{"name":"f","arguments":"{\"x\""}}]}`, ""),
+		respChunk(`{"tool_calls":[{"function":{"arguments":":2}"}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":1,"function":{"name":"g","arguments":"{}"}}]}`, ""),
+		respChunk(`{}`, "tool_calls"),
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -397,11 +397,11 @@ func TestResponsesStreamMissingIDs(t *testing.T) {
 
 // Text after a tool call opens a second message item, with an id of its own.
 func TestResponsesStreamTextAfterCall(t *testing.T) {
-	events, err := sdkEvents(t, runStream(t,
-		chunk(`{"content":"a"}`, ""),
-		chunk(`{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}`, ""),
-		chunk(`{"content":"b"}`, ""),
-		chunk(`{}`, "stop"),
+	events, err := respSDKEvents(t, runRespStream(t,
+		respChunk(`{"content":"a"}`, ""),
+		respChunk(`{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{}"}}]}`, ""),
+		respChunk(`{"content":"b"}`, ""),
+		respChunk(`{}`, "stop"),
 	))
 	if err != nil {
 		t.Fatal(err)

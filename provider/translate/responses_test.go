@@ -12,10 +12,10 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden chat requests under testdata/responses")
+var updateRespGolden = flag.Bool("update-responses", false, "rewrite the golden chat requests under testdata/responses")
 
-// jsonEqual fails t unless got and want are the same JSON value.
-func jsonEqual(t *testing.T, got []byte, want string) {
+// respJSONEqual fails t unless got and want are the same JSON value.
+func respJSONEqual(t *testing.T, got []byte, want string) {
 	t.Helper()
 	var g, w any
 	if err := json.Unmarshal(got, &g); err != nil {
@@ -25,11 +25,11 @@ func jsonEqual(t *testing.T, got []byte, want string) {
 		t.Fatalf("want is not JSON: %v\n%s", err, want)
 	}
 	if !reflect.DeepEqual(g, w) {
-		t.Fatalf("got  %s\nwant %s", compact(got), compact([]byte(want)))
+		t.Fatalf("got  %s\nwant %s", respCompact(got), respCompact([]byte(want)))
 	}
 }
 
-func compact(b []byte) []byte {
+func respCompact(b []byte) []byte {
 	var buf bytes.Buffer
 	if json.Compact(&buf, b) != nil {
 		return b
@@ -37,11 +37,11 @@ func compact(b []byte) []byte {
 	return buf.Bytes()
 }
 
-var claude = Options{Model: []byte("claude-sonnet-4-5")}
+var respClaude = Options{Model: []byte("claude-sonnet-4-5")}
 
 // The request mapping, case by case (docs/providers.md, Responses API on
 // every provider). want is the whole chat request.
-var requestCases = []struct {
+var respRequestCases = []struct {
 	name    string
 	opt     Options
 	in      string
@@ -186,8 +186,8 @@ var requestCases = []struct {
 			{"type":"custom","name":"apply_patch","description":"Edit files.","format":{"type":"grammar","syntax":"lark","definition":"start: \"x\""}},
 			{"type":"custom","name":"note","format":{"type":"text"}}]}`,
 		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"}],"tools":[
-			{"type":"function","function":{"name":"apply_patch--freeform","description":"Edit files.\n\nThe input is freeform text, not JSON, and must match this lark grammar:\nstart: \"x\"","parameters":` + customInputSchema + `}},
-			{"type":"function","function":{"name":"note--freeform","parameters":` + customInputSchema + `}}]}`,
+			{"type":"function","function":{"name":"apply_patch--freeform","description":"Edit files.\n\nThe input is freeform text, not JSON, and must match this lark grammar:\nstart: \"x\"","parameters":` + respCustomInputSchema + `}},
+			{"type":"function","function":{"name":"note--freeform","parameters":` + respCustomInputSchema + `}}]}`,
 	},
 	{
 		name: "the function and custom tools of a namespace become functions named namespace--name; other types in it are dropped",
@@ -197,7 +197,7 @@ var requestCases = []struct {
 			{"type":"mcp","server_label":"x"}]}]}`,
 		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"}],"tools":[
 			{"type":"function","function":{"name":"crm--list_open_orders","parameters":{"type":"object"}}},
-			{"type":"function","function":{"name":"crm--query--freeform","parameters":` + customInputSchema + `}}]}`,
+			{"type":"function","function":{"name":"crm--query--freeform","parameters":` + respCustomInputSchema + `}}]}`,
 		dropped: []string{"mcp"},
 	},
 	{
@@ -218,7 +218,7 @@ var requestCases = []struct {
 			{"role":"user","content":"q"}]}`,
 		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"}],"tools":[
 			{"type":"function","function":{"name":"a"}},
-			{"type":"function","function":{"name":"exec--freeform","parameters":` + customInputSchema + `}}]}`,
+			{"type":"function","function":{"name":"exec--freeform","parameters":` + respCustomInputSchema + `}}]}`,
 		dropped: []string{"web_search"},
 	},
 	{
@@ -234,7 +234,7 @@ var requestCases = []struct {
 	{
 		name: "tool_choice naming a custom tool",
 		in:   `{"model":"m","input":"q","tools":[{"type":"custom","name":"apply_patch"}],"tool_choice":{"type":"custom","name":"apply_patch"}}`,
-		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"}],"tools":[{"type":"function","function":{"name":"apply_patch--freeform","parameters":` + customInputSchema + `}}],"tool_choice":{"type":"function","function":{"name":"apply_patch--freeform"}}}`,
+		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"}],"tools":[{"type":"function","function":{"name":"apply_patch--freeform","parameters":` + respCustomInputSchema + `}}],"tool_choice":{"type":"function","function":{"name":"apply_patch--freeform"}}}`,
 	},
 	{
 		name: "tool_choice naming a function that lives in a namespace",
@@ -324,11 +324,11 @@ var requestCases = []struct {
 }
 
 func TestResponsesToChat(t *testing.T) {
-	for _, tc := range requestCases {
+	for _, tc := range respRequestCases {
 		t.Run(tc.name, func(t *testing.T) {
 			opt := tc.opt
 			if opt.Model == nil {
-				opt = claude
+				opt = respClaude
 			}
 			prefix := []byte("prefix:")
 			out, dropped, err := ResponsesToChat(prefix, []byte(tc.in), opt)
@@ -338,7 +338,7 @@ func TestResponsesToChat(t *testing.T) {
 			if !bytes.HasPrefix(out, prefix) {
 				t.Fatalf("dst was not appended to: %q", out)
 			}
-			jsonEqual(t, out[len(prefix):], tc.want)
+			respJSONEqual(t, out[len(prefix):], tc.want)
 			if !reflect.DeepEqual(dropped, tc.dropped) {
 				t.Fatalf("dropped %q, want %q", dropped, tc.dropped)
 			}
@@ -347,87 +347,87 @@ func TestResponsesToChat(t *testing.T) {
 }
 
 // Requests a translation refuses, with the code and a phrase of the message.
-var refusedCases = []struct {
+var respRefusedCases = []struct {
 	name, in, code, says string
 }{
-	{"previous_response_id names stored state", `{"model":"m","input":"q","previous_response_id":"resp_1"}`, codePreviousResponse, "previous_response_id"},
-	{"a conversation is stored state", `{"model":"m","input":"q","conversation":"conv_1"}`, codeUnsupportedParameter, "conversation"},
-	{"a stored prompt", `{"model":"m","input":"q","prompt":{"id":"pmpt_1"}}`, codeUnsupportedParameter, "prompt"},
-	{"background runs", `{"model":"m","input":"q","background":true}`, codeUnsupportedParameter, "background"},
-	{"an item reference names a stored item", `{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`, codeUnsupportedParameter, "input[0]: item_reference"},
-	{"not JSON", `{"model":`, codeInvalidRequest, "JSON object"},
-	{"not an object", `[1]`, codeInvalidRequest, "JSON object"},
-	{"no input", `{"model":"m"}`, codeInvalidRequest, "input must be"},
-	{"input a number", `{"model":"m","input":3}`, codeInvalidRequest, "input must be"},
-	{"input empty", `{"model":"m","input":[]}`, codeInvalidRequest, "no message"},
-	{"only reasoning", `{"model":"m","input":[{"type":"reasoning","summary":[]}]}`, codeInvalidRequest, "no message"},
-	{"instructions a number", `{"model":"m","instructions":1,"input":"q"}`, codeInvalidRequest, "instructions must be a string"},
-	{"an item not an object", `{"model":"m","input":["q"]}`, codeInvalidRequest, "input[0] must be an object"},
-	{"an item without a type or role", `{"model":"m","input":[{"content":"q"}]}`, codeInvalidRequest, "input[0] needs a type"},
-	{"a type not a string", `{"model":"m","input":[{"type":7}]}`, codeInvalidRequest, "input[0].type must be a string"},
-	{"a role the API does not have", `{"model":"m","input":[{"role":"tool","content":"q"}]}`, codeInvalidRequest, "input[0].role"},
-	{"content a number", `{"model":"m","input":[{"role":"user","content":5}]}`, codeInvalidRequest, "input[0].content"},
-	{"a part not an object", `{"model":"m","input":[{"role":"user","content":["x"]}]}`, codeInvalidRequest, "input[0].content[0] must be an object"},
-	{"text not a string", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":1}]}]}`, codeInvalidRequest, "input[0].content[0].text"},
-	{"a refusal not a string", `{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":{}}]}]}`, codeInvalidRequest, "input[0].content[0].refusal"},
-	{"an image_url not a string", `{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":{"url":"x"}}]}]}`, codeInvalidRequest, "image_url must be a string"},
-	{"a call without call_id", `{"model":"m","input":[{"type":"function_call","name":"f","arguments":"{}"}]}`, codeInvalidRequest, "input[0].call_id"},
-	{"a call without name", `{"model":"m","input":[{"type":"function_call","call_id":"c","arguments":"{}"}]}`, codeInvalidRequest, "input[0].name"},
-	{"arguments an object", `{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":{}}]}`, codeInvalidRequest, "input[0].arguments"},
-	{"a namespace a number", `{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","namespace":1}]}`, codeInvalidRequest, "input[0].namespace"},
-	{"custom input missing", `{"model":"m","input":[{"type":"custom_tool_call","call_id":"c","name":"f"}]}`, codeInvalidRequest, "input[0].input"},
-	{"an output without call_id", `{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, codeInvalidRequest, "input[0].call_id"},
-	{"an output a number", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":1}]}`, codeInvalidRequest, "input[0].output"},
-	{"an output image_url a number", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":7}]}]}`, codeInvalidRequest, "input[0].output[0].image_url"},
-	{"an output part text a number", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":1}]}]}`, codeInvalidRequest, "input[0].output[0].text"},
-	{"tools an object", `{"model":"m","input":"q","tools":{}}`, codeInvalidRequest, "tools must be an array"},
-	{"a tool a string", `{"model":"m","input":"q","tools":["f"]}`, codeInvalidRequest, "tools[0] must be an object"},
-	{"a tool type missing", `{"model":"m","input":"q","tools":[{"name":"f"}]}`, codeInvalidRequest, "tools[0].type"},
-	{"a function without name", `{"model":"m","input":"q","tools":[{"type":"function"}]}`, codeInvalidRequest, "tools[0].name"},
-	{"parameters a string", `{"model":"m","input":"q","tools":[{"type":"function","name":"f","parameters":"{}"}]}`, codeInvalidRequest, "tools[0].parameters"},
-	{"strict a string", `{"model":"m","input":"q","tools":[{"type":"function","name":"f","strict":"yes"}]}`, codeInvalidRequest, "tools[0].strict"},
-	{"a description a number", `{"model":"m","input":"q","tools":[{"type":"function","name":"f","description":2}]}`, codeInvalidRequest, "tools[0].description"},
-	{"a custom format a string", `{"model":"m","input":"q","tools":[{"type":"custom","name":"f","format":"lark"}]}`, codeInvalidRequest, "tools[0].format"},
-	{"a custom format of unknown type", `{"model":"m","input":"q","tools":[{"type":"custom","name":"f","format":{"type":"regexp"}}]}`, codeInvalidRequest, "tools[0].format.type"},
-	{"a namespace without name", `{"model":"m","input":"q","tools":[{"type":"namespace","tools":[]}]}`, codeInvalidRequest, "tools[0].name"},
-	{"a namespace without tools", `{"model":"m","input":"q","tools":[{"type":"namespace","name":"n"}]}`, codeInvalidRequest, "tools[0].tools"},
-	{"a namespace tool without name", `{"model":"m","input":"q","tools":[{"type":"namespace","name":"n","tools":[{"type":"function"}]}]}`, codeInvalidRequest, "tools[0].tools[0].name"},
-	{"a function named with the namespace separator", `{"model":"m","input":"q","tools":[{"type":"function","name":"a--b"}]}`, codeInvalidRequest, "reserved"},
-	{"a namespace named with the separator", `{"model":"m","input":"q","tools":[{"type":"namespace","name":"a--b","tools":[{"type":"function","name":"c"}]}]}`, codeInvalidRequest, "reserved"},
-	{"a function named like a custom tool", `{"model":"m","input":"q","tools":[{"type":"function","name":"x--freeform"}]}`, codeInvalidRequest, "reserved"},
-	{"a namespaced function named freeform", `{"model":"m","input":"q","tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"freeform"}]}]}`, codeInvalidRequest, "reserved"},
-	{"additional_tools not an array", `{"model":"m","input":[{"role":"user","content":"q"},{"type":"additional_tools","tools":1}]}`, codeInvalidRequest, "input[1].tools must be an array"},
-	{"tool_choice an unknown string", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"tool_choice":"any"}`, codeInvalidRequest, "tool_choice"},
-	{"tool_choice a number", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"tool_choice":1}`, codeInvalidRequest, "tool_choice"},
-	{"tool_choice function without name", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function"}}`, codeInvalidRequest, "tool_choice.name"},
-	{"allowed_tools of a bad mode", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"none","tools":[]}}`, codeInvalidRequest, "tool_choice.mode"},
-	{"allowed_tools without tools", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"auto"}}`, codeInvalidRequest, "tool_choice.tools"},
-	{"parallel_tool_calls a string", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"parallel_tool_calls":"yes"}`, codeInvalidRequest, "parallel_tool_calls"},
-	{"max_output_tokens zero", `{"model":"m","input":"q","max_output_tokens":0}`, codeInvalidRequest, "max_output_tokens"},
-	{"max_output_tokens a fraction", `{"model":"m","input":"q","max_output_tokens":1.5}`, codeInvalidRequest, "max_output_tokens"},
-	{"max_output_tokens a string", `{"model":"m","input":"q","max_output_tokens":"100"}`, codeInvalidRequest, "max_output_tokens"},
-	{"temperature a string", `{"model":"m","input":"q","temperature":"hot"}`, codeInvalidRequest, "temperature"},
-	{"temperature a number only fastjson reads", `{"model":"m","input":"q","temperature":.}`, codeInvalidRequest, "temperature"},
-	{"top_p NaN", `{"model":"m","input":"q","top_p":NaN}`, codeInvalidRequest, "top_p"},
-	{"max_output_tokens with a plus", `{"model":"m","input":"q","max_output_tokens":+5}`, codeInvalidRequest, "max_output_tokens"},
-	{"parameters holding a bad number", `{"model":"m","input":"q","tools":[{"type":"function","name":"f","parameters":{"type":"object","maximum":1..2}}]}`, codeInvalidRequest, "tools[0].parameters"},
-	{"a schema holding Inf", `{"model":"m","input":"q","text":{"format":{"type":"json_schema","name":"n","schema":{"max":[-Inf]}}}}`, codeInvalidRequest, "text.format.schema"},
-	{"top_p a bool", `{"model":"m","input":"q","top_p":true}`, codeInvalidRequest, "top_p"},
-	{"user a number", `{"model":"m","input":"q","user":1}`, codeInvalidRequest, "user"},
-	{"reasoning a string", `{"model":"m","input":"q","reasoning":"high"}`, codeInvalidRequest, "reasoning"},
-	{"reasoning.effort unknown", `{"model":"m","input":"q","reasoning":{"effort":"max"}}`, codeInvalidRequest, "reasoning.effort"},
-	{"text a string", `{"model":"m","input":"q","text":"json"}`, codeInvalidRequest, "text must be"},
-	{"text.format of unknown type", `{"model":"m","input":"q","text":{"format":{"type":"yaml"}}}`, codeInvalidRequest, "text.format.type"},
-	{"json_schema without name", `{"model":"m","input":"q","text":{"format":{"type":"json_schema","schema":{}}}}`, codeInvalidRequest, "text.format.name"},
-	{"json_schema without schema", `{"model":"m","input":"q","text":{"format":{"type":"json_schema","name":"n"}}}`, codeInvalidRequest, "text.format.schema"},
-	{"json_schema strict a string", `{"model":"m","input":"q","text":{"format":{"type":"json_schema","name":"n","schema":{},"strict":"y"}}}`, codeInvalidRequest, "text.format.strict"},
+	{"previous_response_id names stored state", `{"model":"m","input":"q","previous_response_id":"resp_1"}`, respCodePreviousResponse, "previous_response_id"},
+	{"a conversation is stored state", `{"model":"m","input":"q","conversation":"conv_1"}`, respCodeUnsupported, "conversation"},
+	{"a stored prompt", `{"model":"m","input":"q","prompt":{"id":"pmpt_1"}}`, respCodeUnsupported, "prompt"},
+	{"background runs", `{"model":"m","input":"q","background":true}`, respCodeUnsupported, "background"},
+	{"an item reference names a stored item", `{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`, respCodeUnsupported, "input[0]: item_reference"},
+	{"not JSON", `{"model":`, respCodeInvalid, "JSON object"},
+	{"not an object", `[1]`, respCodeInvalid, "JSON object"},
+	{"no input", `{"model":"m"}`, respCodeInvalid, "input must be"},
+	{"input a number", `{"model":"m","input":3}`, respCodeInvalid, "input must be"},
+	{"input empty", `{"model":"m","input":[]}`, respCodeInvalid, "no message"},
+	{"only reasoning", `{"model":"m","input":[{"type":"reasoning","summary":[]}]}`, respCodeInvalid, "no message"},
+	{"instructions a number", `{"model":"m","instructions":1,"input":"q"}`, respCodeInvalid, "instructions must be a string"},
+	{"an item not an object", `{"model":"m","input":["q"]}`, respCodeInvalid, "input[0] must be an object"},
+	{"an item without a type or role", `{"model":"m","input":[{"content":"q"}]}`, respCodeInvalid, "input[0] needs a type"},
+	{"a type not a string", `{"model":"m","input":[{"type":7}]}`, respCodeInvalid, "input[0].type must be a string"},
+	{"a role the API does not have", `{"model":"m","input":[{"role":"tool","content":"q"}]}`, respCodeInvalid, "input[0].role"},
+	{"content a number", `{"model":"m","input":[{"role":"user","content":5}]}`, respCodeInvalid, "input[0].content"},
+	{"a part not an object", `{"model":"m","input":[{"role":"user","content":["x"]}]}`, respCodeInvalid, "input[0].content[0] must be an object"},
+	{"text not a string", `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":1}]}]}`, respCodeInvalid, "input[0].content[0].text"},
+	{"a refusal not a string", `{"model":"m","input":[{"role":"assistant","content":[{"type":"refusal","refusal":{}}]}]}`, respCodeInvalid, "input[0].content[0].refusal"},
+	{"an image_url not a string", `{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":{"url":"x"}}]}]}`, respCodeInvalid, "image_url must be a string"},
+	{"a call without call_id", `{"model":"m","input":[{"type":"function_call","name":"f","arguments":"{}"}]}`, respCodeInvalid, "input[0].call_id"},
+	{"a call without name", `{"model":"m","input":[{"type":"function_call","call_id":"c","arguments":"{}"}]}`, respCodeInvalid, "input[0].name"},
+	{"arguments an object", `{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","arguments":{}}]}`, respCodeInvalid, "input[0].arguments"},
+	{"a namespace a number", `{"model":"m","input":[{"type":"function_call","call_id":"c","name":"f","namespace":1}]}`, respCodeInvalid, "input[0].namespace"},
+	{"custom input missing", `{"model":"m","input":[{"type":"custom_tool_call","call_id":"c","name":"f"}]}`, respCodeInvalid, "input[0].input"},
+	{"an output without call_id", `{"model":"m","input":[{"type":"function_call_output","output":"x"}]}`, respCodeInvalid, "input[0].call_id"},
+	{"an output a number", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":1}]}`, respCodeInvalid, "input[0].output"},
+	{"an output image_url a number", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":7}]}]}`, respCodeInvalid, "input[0].output[0].image_url"},
+	{"an output part text a number", `{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":1}]}]}`, respCodeInvalid, "input[0].output[0].text"},
+	{"tools an object", `{"model":"m","input":"q","tools":{}}`, respCodeInvalid, "tools must be an array"},
+	{"a tool a string", `{"model":"m","input":"q","tools":["f"]}`, respCodeInvalid, "tools[0] must be an object"},
+	{"a tool type missing", `{"model":"m","input":"q","tools":[{"name":"f"}]}`, respCodeInvalid, "tools[0].type"},
+	{"a function without name", `{"model":"m","input":"q","tools":[{"type":"function"}]}`, respCodeInvalid, "tools[0].name"},
+	{"parameters a string", `{"model":"m","input":"q","tools":[{"type":"function","name":"f","parameters":"{}"}]}`, respCodeInvalid, "tools[0].parameters"},
+	{"strict a string", `{"model":"m","input":"q","tools":[{"type":"function","name":"f","strict":"yes"}]}`, respCodeInvalid, "tools[0].strict"},
+	{"a description a number", `{"model":"m","input":"q","tools":[{"type":"function","name":"f","description":2}]}`, respCodeInvalid, "tools[0].description"},
+	{"a custom format a string", `{"model":"m","input":"q","tools":[{"type":"custom","name":"f","format":"lark"}]}`, respCodeInvalid, "tools[0].format"},
+	{"a custom format of unknown type", `{"model":"m","input":"q","tools":[{"type":"custom","name":"f","format":{"type":"regexp"}}]}`, respCodeInvalid, "tools[0].format.type"},
+	{"a namespace without name", `{"model":"m","input":"q","tools":[{"type":"namespace","tools":[]}]}`, respCodeInvalid, "tools[0].name"},
+	{"a namespace without tools", `{"model":"m","input":"q","tools":[{"type":"namespace","name":"n"}]}`, respCodeInvalid, "tools[0].tools"},
+	{"a namespace tool without name", `{"model":"m","input":"q","tools":[{"type":"namespace","name":"n","tools":[{"type":"function"}]}]}`, respCodeInvalid, "tools[0].tools[0].name"},
+	{"a function named with the namespace separator", `{"model":"m","input":"q","tools":[{"type":"function","name":"a--b"}]}`, respCodeInvalid, "reserved"},
+	{"a namespace named with the separator", `{"model":"m","input":"q","tools":[{"type":"namespace","name":"a--b","tools":[{"type":"function","name":"c"}]}]}`, respCodeInvalid, "reserved"},
+	{"a function named like a custom tool", `{"model":"m","input":"q","tools":[{"type":"function","name":"x--freeform"}]}`, respCodeInvalid, "reserved"},
+	{"a namespaced function named freeform", `{"model":"m","input":"q","tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"freeform"}]}]}`, respCodeInvalid, "reserved"},
+	{"additional_tools not an array", `{"model":"m","input":[{"role":"user","content":"q"},{"type":"additional_tools","tools":1}]}`, respCodeInvalid, "input[1].tools must be an array"},
+	{"tool_choice an unknown string", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"tool_choice":"any"}`, respCodeInvalid, "tool_choice"},
+	{"tool_choice a number", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"tool_choice":1}`, respCodeInvalid, "tool_choice"},
+	{"tool_choice function without name", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function"}}`, respCodeInvalid, "tool_choice.name"},
+	{"allowed_tools of a bad mode", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"none","tools":[]}}`, respCodeInvalid, "tool_choice.mode"},
+	{"allowed_tools without tools", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"allowed_tools","mode":"auto"}}`, respCodeInvalid, "tool_choice.tools"},
+	{"parallel_tool_calls a string", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"parallel_tool_calls":"yes"}`, respCodeInvalid, "parallel_tool_calls"},
+	{"max_output_tokens zero", `{"model":"m","input":"q","max_output_tokens":0}`, respCodeInvalid, "max_output_tokens"},
+	{"max_output_tokens a fraction", `{"model":"m","input":"q","max_output_tokens":1.5}`, respCodeInvalid, "max_output_tokens"},
+	{"max_output_tokens a string", `{"model":"m","input":"q","max_output_tokens":"100"}`, respCodeInvalid, "max_output_tokens"},
+	{"temperature a string", `{"model":"m","input":"q","temperature":"hot"}`, respCodeInvalid, "temperature"},
+	{"temperature a number only fastjson reads", `{"model":"m","input":"q","temperature":.}`, respCodeInvalid, "temperature"},
+	{"top_p NaN", `{"model":"m","input":"q","top_p":NaN}`, respCodeInvalid, "top_p"},
+	{"max_output_tokens with a plus", `{"model":"m","input":"q","max_output_tokens":+5}`, respCodeInvalid, "max_output_tokens"},
+	{"parameters holding a bad number", `{"model":"m","input":"q","tools":[{"type":"function","name":"f","parameters":{"type":"object","maximum":1..2}}]}`, respCodeInvalid, "tools[0].parameters"},
+	{"a schema holding Inf", `{"model":"m","input":"q","text":{"format":{"type":"json_schema","name":"n","schema":{"max":[-Inf]}}}}`, respCodeInvalid, "text.format.schema"},
+	{"top_p a bool", `{"model":"m","input":"q","top_p":true}`, respCodeInvalid, "top_p"},
+	{"user a number", `{"model":"m","input":"q","user":1}`, respCodeInvalid, "user"},
+	{"reasoning a string", `{"model":"m","input":"q","reasoning":"high"}`, respCodeInvalid, "reasoning"},
+	{"reasoning.effort unknown", `{"model":"m","input":"q","reasoning":{"effort":"max"}}`, respCodeInvalid, "reasoning.effort"},
+	{"text a string", `{"model":"m","input":"q","text":"json"}`, respCodeInvalid, "text must be"},
+	{"text.format of unknown type", `{"model":"m","input":"q","text":{"format":{"type":"yaml"}}}`, respCodeInvalid, "text.format.type"},
+	{"json_schema without name", `{"model":"m","input":"q","text":{"format":{"type":"json_schema","schema":{}}}}`, respCodeInvalid, "text.format.name"},
+	{"json_schema without schema", `{"model":"m","input":"q","text":{"format":{"type":"json_schema","name":"n"}}}`, respCodeInvalid, "text.format.schema"},
+	{"json_schema strict a string", `{"model":"m","input":"q","text":{"format":{"type":"json_schema","name":"n","schema":{},"strict":"y"}}}`, respCodeInvalid, "text.format.strict"},
 }
 
 func TestResponsesToChatRefuses(t *testing.T) {
-	for _, tc := range refusedCases {
+	for _, tc := range respRefusedCases {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := []byte("keep")
-			out, dropped, err := ResponsesToChat(dst, []byte(tc.in), claude)
+			out, dropped, err := ResponsesToChat(dst, []byte(tc.in), respClaude)
 			var te *Error
 			if !errors.As(err, &te) {
 				t.Fatalf("error %v, want *Error", err)
@@ -444,7 +444,7 @@ func TestResponsesToChatRefuses(t *testing.T) {
 
 // Codex's own requests (the first turn, and a turn that carries its tool
 // history: reasoning, shell, view_image, apply_patch, an MCP tool in a
-// namespace) translate to the golden chat requests beside them; -update
+// namespace) translate to the golden chat requests beside them; -update-responses
 // rewrites those after a reviewed change.
 func TestResponsesToChatCodex(t *testing.T) {
 	for _, name := range []string{"codex_first_turn", "codex_tool_turn"} {
@@ -461,7 +461,7 @@ func TestResponsesToChatCodex(t *testing.T) {
 				t.Fatalf("dropped %q, want web_search alone", dropped)
 			}
 			golden := filepath.Join("testdata", "responses", name+".chat.json")
-			if *update {
+			if *updateRespGolden {
 				var buf bytes.Buffer
 				if err := json.Indent(&buf, out, "", "  "); err != nil {
 					t.Fatal(err)
@@ -474,19 +474,19 @@ func TestResponsesToChatCodex(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			jsonEqual(t, out, string(want))
+			respJSONEqual(t, out, string(want))
 		})
 	}
 }
 
-func TestJSONNumber(t *testing.T) {
+func TestRespJSONNumber(t *testing.T) {
 	for _, n := range []string{"0", "-0", "1", "12", "-12.5", "1e3", "1E+3", "2.5e-10", "0.0"} {
-		if !jsonNumber([]byte(n)) {
+		if !respJSONNumber([]byte(n)) {
 			t.Errorf("%s refused", n)
 		}
 	}
 	for _, n := range []string{"", "-", ".", "+1", "01", "1.", ".5", "1e", "1e+", "1..2", "NaN", "Inf", "-inf", "1-2", "0x1", "1.5.5"} {
-		if jsonNumber([]byte(n)) {
+		if respJSONNumber([]byte(n)) {
 			t.Errorf("%s accepted", n)
 		}
 	}

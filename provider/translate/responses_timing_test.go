@@ -56,7 +56,7 @@ func codexBody(tb testing.TB, size int) []byte {
 	return out
 }
 
-func benchRequest(b *testing.B, size int) {
+func benchRespRequest(b *testing.B, size int) {
 	body := codexBody(b, size)
 	opt := Options{Model: []byte("claude-sonnet-4-5"), Stream: true}
 	b.ReportAllocs()
@@ -72,11 +72,11 @@ func benchRequest(b *testing.B, size int) {
 	})
 }
 
-func BenchmarkResponsesToChat10KB(b *testing.B)  { benchRequest(b, 10<<10) }
-func BenchmarkResponsesToChat100KB(b *testing.B) { benchRequest(b, 100<<10) }
+func BenchmarkResponsesToChat10KB(b *testing.B)  { benchRespRequest(b, 10<<10) }
+func BenchmarkResponsesToChat100KB(b *testing.B) { benchRespRequest(b, 100<<10) }
 
-// benchBaseline is the naive twin: decode into maps, encode again.
-func benchBaseline(b *testing.B, size int) {
+// benchRespBaseline is the naive twin: decode into maps, encode again.
+func benchRespBaseline(b *testing.B, size int) {
 	body := codexBody(b, size)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
@@ -94,10 +94,10 @@ func benchBaseline(b *testing.B, size int) {
 	})
 }
 
-func BenchmarkBaselineResponsesJSONRoundTrip10KB(b *testing.B)  { benchBaseline(b, 10<<10) }
-func BenchmarkBaselineResponsesJSONRoundTrip100KB(b *testing.B) { benchBaseline(b, 100<<10) }
+func BenchmarkBaselineResponsesJSONRoundTrip10KB(b *testing.B)  { benchRespBaseline(b, 10<<10) }
+func BenchmarkBaselineResponsesJSONRoundTrip100KB(b *testing.B) { benchRespBaseline(b, 100<<10) }
 
-var benchChatAnswer = []byte(`{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","object":"chat.completion","created":1700000000,"model":"claude-sonnet-4-5",` +
+var benchRespChatAnswer = []byte(`{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","object":"chat.completion","created":1700000000,"model":"claude-sonnet-4-5",` +
 	`"choices":[{"index":0,"message":{"role":"assistant","content":"I'll check the cart total and then patch it.","tool_calls":[` +
 	`{"id":"toolu_01A09q90qw90lq917835lq9","type":"function","function":{"name":"shell_command","arguments":"{\"command\":\"rg -n Total cart.go\"}"}},` +
 	`{"id":"toolu_01B19q90qw90lq917835lq9","type":"function","function":{"name":"apply_patch--freeform","arguments":"{\"input\":\"*** Begin Patch\\n*** Update File: cart.go\\n-\\treturn sum\\n+\\treturn sum - c.Discount\\n*** End Patch\\n\"}"}}]},` +
@@ -105,22 +105,22 @@ var benchChatAnswer = []byte(`{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","object":"cha
 
 func BenchmarkChatToResponses(b *testing.B) {
 	b.ReportAllocs()
-	b.SetBytes(int64(len(benchChatAnswer)))
+	b.SetBytes(int64(len(benchRespChatAnswer)))
 	b.RunParallel(func(pb *testing.PB) {
 		var dst []byte
 		for pb.Next() {
 			var err error
-			if dst, err = ChatToResponses(dst[:0], benchChatAnswer, []byte("gpt-5.1-codex")); err != nil {
+			if dst, err = ChatToResponses(dst[:0], benchRespChatAnswer, []byte("gpt-5.1-codex")); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 }
 
-// benchStreamEvent measures one Chunk call translating one delta. The
+// benchRespStreamEvent measures one Chunk call translating one delta. The
 // stream is restarted every 4096 events so what it holds stays bounded;
 // the restart's cost is spread over them.
-func benchStreamEvent(b *testing.B, open, delta string) {
+func benchRespStreamEvent(b *testing.B, open, delta string) {
 	var s Stream
 	var dst []byte
 	restart := func() {
@@ -146,10 +146,10 @@ func benchStreamEvent(b *testing.B, open, delta string) {
 }
 
 func BenchmarkResponsesStreamTextDelta(b *testing.B) {
-	benchStreamEvent(b, chunk(`{"role":"assistant","content":"I'll"}`, ""), chunk(`{"content":" check the cart total and"}`, ""))
+	benchRespStreamEvent(b, respChunk(`{"role":"assistant","content":"I'll"}`, ""), respChunk(`{"content":" check the cart total and"}`, ""))
 }
 
 func BenchmarkResponsesStreamArgumentsDelta(b *testing.B) {
-	benchStreamEvent(b, chunk(`{"tool_calls":[{"index":0,"id":"toolu_01","type":"function","function":{"name":"mcp__github--create_issue","arguments":""}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"title\":\"Test Cart"}}]}`, ""))
+	benchRespStreamEvent(b, respChunk(`{"tool_calls":[{"index":0,"id":"toolu_01","type":"function","function":{"name":"mcp__github--create_issue","arguments":""}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"title\":\"Test Cart"}}]}`, ""))
 }

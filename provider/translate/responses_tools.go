@@ -11,17 +11,17 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// toolLoc locates a tool for error messages: path[i], or path[i].tools[sub]
+// respToolLoc locates a tool for error messages: path[i], or path[i].tools[sub]
 // inside a namespace (sub ≥ 0). Built into a string only on error.
-type toolLoc struct {
+type respToolLoc struct {
 	path   string
 	i, sub int
 }
 
-func (l toolLoc) err(msg string) error {
-	s := at(l.path, l.i)
+func (l respToolLoc) err(msg string) error {
+	s := respAt(l.path, l.i)
 	if l.sub >= 0 {
-		s = at(s+".tools", l.sub)
+		s = respAt(s+".tools", l.sub)
 	}
 	return respInvalid(s + msg)
 }
@@ -38,7 +38,7 @@ func (r *respRequest) toolsAndChoice(root *fastjson.Value) error {
 		items, _ := in.Array()
 		for i, it := range items {
 			if typ, _ := respStr(it.Get("type")); typ == "additional_tools" {
-				if err := r.toolList(it.Get("tools"), at("input", i)+".tools"); err != nil {
+				if err := r.toolList(it.Get("tools"), respAt("input", i)+".tools"); err != nil {
 					return err
 				}
 			}
@@ -72,7 +72,7 @@ func (r *respRequest) toolList(v *fastjson.Value, path string) error {
 	}
 	arr, _ := v.Array()
 	for i, t := range arr {
-		loc := toolLoc{path: path, i: i, sub: -1}
+		loc := respToolLoc{path: path, i: i, sub: -1}
 		if t.Type() != fastjson.TypeObject {
 			return loc.err(" must be an object")
 		}
@@ -100,7 +100,7 @@ func (r *respRequest) toolList(v *fastjson.Value, path string) error {
 
 // namespaceTool writes the function and custom tools of a namespace, each
 // named for the namespace (responses_names.go).
-func (r *respRequest) namespaceTool(t *fastjson.Value, loc toolLoc) error {
+func (r *respRequest) namespaceTool(t *fastjson.Value, loc respToolLoc) error {
 	ns, ok := respStr(t.Get("name"))
 	if !ok || ns == "" {
 		return loc.err(".name must be a non-empty string")
@@ -138,11 +138,11 @@ func (r *respRequest) namespaceTool(t *fastjson.Value, loc toolLoc) error {
 
 // addTool checks t's name and records it; false means t was already
 // written (a tool declared twice, e.g. again in additional_tools).
-func (r *respRequest) addTool(t toolName, loc toolLoc) (bool, error) {
+func (r *respRequest) addTool(t respToolName, loc respToolLoc) (bool, error) {
 	var ok bool
 	if ok, r.scratch = t.roundTrips(r.scratch); !ok {
 		return false, loc.err(".name " + strconv.Quote(t.name) + ` cannot be sent to this model's provider: "` +
-			nsSep + `" in a namespace or a function name, or a name ending in "` + customSuffix + `", is reserved by the gateway`)
+			respNSSep + `" in a namespace or a function name, or a name ending in "` + respCustomSuffix + `", is reserved by the gateway`)
 	}
 	for _, seen := range r.tools {
 		if seen == t {
@@ -156,8 +156,8 @@ func (r *respRequest) addTool(t toolName, loc toolLoc) (bool, error) {
 	return true, nil
 }
 
-// optString returns an optional string member ("" when absent or null).
-func optString(t *fastjson.Value, key string, loc toolLoc) (string, error) {
+// respOptString returns an optional string member ("" when absent or null).
+func respOptString(t *fastjson.Value, key string, loc respToolLoc) (string, error) {
 	v := t.Get(key)
 	if respNull(v) {
 		return "", nil
@@ -171,12 +171,12 @@ func optString(t *fastjson.Value, key string, loc toolLoc) (string, error) {
 
 // functionTool writes a function tool: name, description, parameters and
 // strict kept.
-func (r *respRequest) functionTool(t *fastjson.Value, ns string, loc toolLoc) error {
+func (r *respRequest) functionTool(t *fastjson.Value, ns string, loc respToolLoc) error {
 	name, ok := respStr(t.Get("name"))
 	if !ok || name == "" {
 		return loc.err(".name must be a non-empty string")
 	}
-	desc, err := optString(t, "description", loc)
+	desc, err := respOptString(t, "description", loc)
 	if err != nil {
 		return err
 	}
@@ -188,14 +188,14 @@ func (r *respRequest) functionTool(t *fastjson.Value, ns string, loc toolLoc) er
 	if !respNull(strict) && strict.Type() != fastjson.TypeTrue && strict.Type() != fastjson.TypeFalse {
 		return loc.err(".strict must be a boolean")
 	}
-	tn := toolName{ns: ns, name: name}
+	tn := respToolName{ns: ns, name: name}
 	if fresh, err := r.addTool(tn, loc); !fresh {
 		return err
 	}
 	r.dst = append(r.dst, `{"type":"function","function":{"name":`...)
-	r.dst = appendChatToolNameJSON(r.dst, tn)
+	r.dst = appendRespChatToolNameJSON(r.dst, tn)
 	if desc != "" {
-		r.dst = appendKeyString(r.dst, "description", desc)
+		r.dst = appendRespKeyString(r.dst, "description", desc)
 	}
 	if !respNull(params) {
 		r.dst = append(r.dst, `,"parameters":`...)
@@ -212,19 +212,19 @@ func (r *respRequest) functionTool(t *fastjson.Value, ns string, loc toolLoc) er
 	return nil
 }
 
-// customInputSchema is the parameters of a custom tool's chat function:
+// respCustomInputSchema is the parameters of a custom tool's chat function:
 // one string, the freeform input.
-const customInputSchema = `{"type":"object","properties":{"input":{"type":"string","description":"The tool's freeform input, passed to it verbatim."}},"required":["input"],"additionalProperties":false}`
+const respCustomInputSchema = `{"type":"object","properties":{"input":{"type":"string","description":"The tool's freeform input, passed to it verbatim."}},"required":["input"],"additionalProperties":false}`
 
 // customTool writes a custom (freeform) tool as a function taking one
 // string, input; a grammar the input must follow is added to the
 // description, since a chat function cannot carry it.
-func (r *respRequest) customTool(t *fastjson.Value, ns string, loc toolLoc) error {
+func (r *respRequest) customTool(t *fastjson.Value, ns string, loc respToolLoc) error {
 	name, ok := respStr(t.Get("name"))
 	if !ok || name == "" {
 		return loc.err(".name must be a non-empty string")
 	}
-	desc, err := optString(t, "description", loc)
+	desc, err := respOptString(t, "description", loc)
 	if err != nil {
 		return err
 	}
@@ -236,45 +236,45 @@ func (r *respRequest) customTool(t *fastjson.Value, ns string, loc toolLoc) erro
 		switch typ, _ := respStr(f.Get("type")); typ {
 		case "text":
 		case "grammar":
-			if syntax, err = optString(f, "syntax", loc); err != nil {
+			if syntax, err = respOptString(f, "syntax", loc); err != nil {
 				return err
 			}
-			if definition, err = optString(f, "definition", loc); err != nil {
+			if definition, err = respOptString(f, "definition", loc); err != nil {
 				return err
 			}
 		default:
 			return loc.err(`.format.type must be "text" or "grammar"`)
 		}
 	}
-	tn := toolName{ns: ns, name: name, custom: true}
+	tn := respToolName{ns: ns, name: name, custom: true}
 	if fresh, err := r.addTool(tn, loc); !fresh {
 		return err
 	}
 	r.dst = append(r.dst, `{"type":"function","function":{"name":`...)
-	r.dst = appendChatToolNameJSON(r.dst, tn)
+	r.dst = appendRespChatToolNameJSON(r.dst, tn)
 	if desc != "" || definition != "" {
 		r.dst = append(r.dst, `,"description":"`...)
-		r.dst = appendEscaped(r.dst, desc)
+		r.dst = appendRespEscaped(r.dst, desc)
 		if definition != "" {
 			if desc != "" {
 				r.dst = append(r.dst, `\n\n`...)
 			}
 			r.dst = append(r.dst, `The input is freeform text, not JSON, and must match this `...)
-			r.dst = appendEscaped(r.dst, syntax)
+			r.dst = appendRespEscaped(r.dst, syntax)
 			r.dst = append(r.dst, ` grammar:\n`...)
-			r.dst = appendEscaped(r.dst, definition)
+			r.dst = appendRespEscaped(r.dst, definition)
 		}
 		r.dst = append(r.dst, '"')
 	}
 	r.dst = append(r.dst, `,"parameters":`...)
-	r.dst = append(r.dst, customInputSchema...)
+	r.dst = append(r.dst, respCustomInputSchema...)
 	r.dst = append(r.dst, "}}"...)
 	return nil
 }
 
 // drop records a tool type the chat form cannot carry, once.
 func (r *respRequest) drop(typ string) {
-	name := droppedName(typ)
+	name := respDroppedName(typ)
 	for _, d := range r.dropped {
 		if d == name {
 			return
@@ -283,20 +283,20 @@ func (r *respRequest) drop(typ string) {
 	r.dropped = append(r.dropped, name)
 }
 
-// hostedTools are the tool types a chat model cannot run: hosted by
+// respHostedTools are the tool types a chat model cannot run: hosted by
 // OpenAI (search, code, computer, images, MCP, tool search) or run by the
 // client under OpenAI's own protocol (local_shell, shell, apply_patch).
-var hostedTools = [...]string{
+var respHostedTools = [...]string{
 	"web_search", "web_search_preview", "web_search_preview_2025_03_11", "web_search_2025_08_26",
 	"file_search", "code_interpreter", "computer_use_preview", "computer", "image_generation", "mcp",
 	"local_shell", "shell", "apply_patch", "tool_search", "programmatic_tool_calling",
 }
 
-// droppedName returns how a dropped tool type is reported: known types as
+// respDroppedName returns how a dropped tool type is reported: known types as
 // the constants above, others as sent when they look like a type name, so a
 // header never carries what a client wrote beyond [a-z0-9_.:-].
-func droppedName(typ string) string {
-	for _, t := range hostedTools {
+func respDroppedName(typ string) string {
+	for _, t := range respHostedTools {
 		if t == typ {
 			return t
 		}
@@ -324,7 +324,7 @@ func (r *respRequest) toolChoice(v *fastjson.Value) error {
 	if s, ok := respStr(v); ok {
 		switch s {
 		case "auto", "none", "required":
-			r.dst = appendKeyString(r.dst, "tool_choice", s)
+			r.dst = appendRespKeyString(r.dst, "tool_choice", s)
 			return nil
 		}
 		return respInvalid(`tool_choice must be "auto", "none", "required" or an object`)
@@ -352,7 +352,7 @@ func (r *respRequest) toolChoice(v *fastjson.Value) error {
 		}
 		arr, _ := tools.Array()
 		n := 0
-		var only toolName
+		var only respToolName
 		for _, a := range arr {
 			atyp, _ := respStr(a.Get("type"))
 			name, _ := respStr(a.Get("name"))
@@ -369,21 +369,21 @@ func (r *respRequest) toolChoice(v *fastjson.Value) error {
 		case n == 1 && mode == "required":
 			r.functionChoice(only)
 		default:
-			r.dst = appendKeyString(r.dst, "tool_choice", mode)
+			r.dst = appendRespKeyString(r.dst, "tool_choice", mode)
 		}
 	}
 	return nil
 }
 
-func (r *respRequest) functionChoice(t toolName) {
+func (r *respRequest) functionChoice(t respToolName) {
 	r.dst = append(r.dst, `,"tool_choice":{"type":"function","function":{"name":`...)
-	r.dst = appendChatToolNameJSON(r.dst, t)
+	r.dst = appendRespChatToolNameJSON(r.dst, t)
 	r.dst = append(r.dst, "}}"...)
 }
 
 // lookupTool finds the written tool a tool_choice names: a top-level one
 // first, then one inside a namespace (tool_choice names no namespace).
-func (r *respRequest) lookupTool(name string, custom bool) (toolName, bool) {
+func (r *respRequest) lookupTool(name string, custom bool) (respToolName, bool) {
 	for _, t := range r.tools {
 		if t.ns == "" && t.name == name && t.custom == custom {
 			return t, true
@@ -394,5 +394,5 @@ func (r *respRequest) lookupTool(name string, custom bool) (toolName, bool) {
 			return t, true
 		}
 	}
-	return toolName{name: name, custom: custom}, false
+	return respToolName{name: name, custom: custom}, false
 }
