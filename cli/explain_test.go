@@ -296,16 +296,15 @@ func TestExplain(t *testing.T) {
 			},
 		},
 		{
-			name: "responses on an anthropic/bedrock chain is unsupported_endpoint",
+			name: "responses on an anthropic/bedrock chain is translated",
 			args: []string{"-model", "claude-x", "-surface", "responses"},
 			want: []string{
 				`request: responses model "claude-x", no user, stream false, tools false, no metadata`,
 				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
 				`chain: anthropic, bedrock`,
-				`member anthropic: provider anthropic, serves model yes, serves surface no: not a candidate`,
-				`member bedrock: provider bedrock, serves model yes, serves surface no: not a candidate`,
-				`outcome: 404 unsupported_endpoint: chain members serve model "claude-x" but not the responses surface`,
-				`note: targets[4] (spare) serves this request but is not in the chain, so it is never called`,
+				`member anthropic: provider anthropic, serves model yes, serves surface translated: candidate`,
+				`member bedrock: provider bedrock, serves model yes, serves surface translated: candidate`,
+				`outcome: routes to anthropic, then bedrock on provider failure`,
 			},
 		},
 		{
@@ -315,7 +314,7 @@ func TestExplain(t *testing.T) {
 				`request: responses model "gpt-5", no user, stream false, tools true, metadata tier="1.0"`,
 				`rule: strategy.conditions[3] line 13: metadata tier=1.0`,
 				`chain: anthropic`,
-				`member anthropic: provider anthropic, serves model no, serves surface no: not a candidate`,
+				`member anthropic: provider anthropic, serves model no, serves surface translated: not a candidate`,
 				`outcome: 404 model_not_found: no chain member serves model "gpt-5"`,
 				`note: targets[0] (openai) serves this request but is not in the chain, so it is never called`,
 				`note: targets[4] (spare) serves this request but is not in the chain, so it is never called`,
@@ -433,6 +432,7 @@ targets:
 		{"eu-gemini", "messages", "translated (count_tokens estimated)", "translated (count_tokens estimated)"},
 		{"eu-claude", "chat", "translated", "native"},
 		{"eu-gemini", "chat", "native", "native"},
+		{"eu-claude", "responses", "translated", "translated"},
 	} {
 		code, out, errOut := run(t, "explain", "-config", path, "-model", tc.model, "-surface", tc.surface)
 		if code != 0 {

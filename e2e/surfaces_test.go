@@ -37,9 +37,8 @@ const (
 // surfacesYAML pins both surfaces by the same rules: user (the body's user
 // on responses, metadata.user_id on messages) vip → [ant2, oa2]; metadata
 // tier gold → [ant2, oa2]; claude-* → [ant1, ant2]; gpt-* → [oa1, oa2];
-// bedrock-only → the bedrock target, which serves messages translated over
-// Converse (and responses only once responses has a translator); its base
-// URL refuses connections.
+// bedrock-only → the bedrock target, which serves both surfaces translated
+// over Converse; its base URL refuses connections.
 // Arguments: oa1, oa2 base URLs, ant1, ant2 roots.
 const surfacesYAML = `server:
   listen: 127.0.0.1:0
@@ -380,7 +379,9 @@ func TestMessagesRawErrors(t *testing.T) {
 		{"POST", "/v1/messages", `{"model":"claude-x","metadata":{"user_id":7}}`, 400, `{"type":"error","error":{"type":"invalid_request_error","message":`},
 		{"POST", "/v1/messages", `{"model":"claude-x","max_tokens":1,"pad":"` + strings.Repeat("x", 70000) + `"}`, 413, `{"type":"error","error":{"type":"invalid_request_error","message":"request body is too large`},
 		{"POST", "/v1/responses", `{"model":1}`, 400, `","type":"invalid_request_error","param":null,"code":"invalid_request"}}`},
-		{"POST", "/v1/responses", `{"model":"bedrock-only"}`, 404, `"code":"unsupported_endpoint"`},
+		// bed serves responses translated: the translation refuses a body
+		// without input, in OpenAI's envelope, before any call.
+		{"POST", "/v1/responses", `{"model":"bedrock-only"}`, 400, `{"error":{"message":"input must be a string or an array of items","type":"invalid_request_error","param":null,"code":"invalid_request"}}`},
 	} {
 		req, _ := http.NewRequest(tc.method, e.base+tc.path, strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")

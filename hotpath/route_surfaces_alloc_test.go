@@ -39,7 +39,7 @@ targets:
 		want    string
 	}{
 		{"/v1/responses", router.SurfaceResponses, false,
-			`{"model":"gpt-5","input":[{"role":"user","content":"hi"}],"user":"vip","stream":true,"tools":[{"type":"web_search"}],"metadata":{"a":"b"}}`, "oai"},
+			`{"model":"gpt-5","input":[{"role":"user","content":"hi"}],"user":"vip","stream":true,"tools":[{"type":"web_search"}],"metadata":{"a":"b"}}`, "ant"},
 		{"/v1/messages", router.SurfaceMessages, false,
 			`{"model":"claude-x","max_tokens":16,"metadata":{"user_id":"vip"},"stream":true,"tools":[{"name":"t"}],"messages":[{"role":"user","content":"hi"}]}`, "ant"},
 		{"/v1/messages/count_tokens", router.SurfaceMessages, true,

@@ -37,6 +37,8 @@ type clientAPI struct {
 var clientAPIs = [router.NumSurfaces]*clientAPI{
 	router.SurfaceMessages: {surface: router.SurfaceMessages, toChat: translate.MessagesToChat,
 		fromChat: translate.ChatToMessages, newStream: translate.NewMessagesStream},
+	router.SurfaceResponses: {surface: router.SurfaceResponses, toChat: translate.ResponsesToChat,
+		fromChat: translate.ChatToResponses, newStream: translate.NewResponsesStream},
 }
 
 // TranslatedSurfaces is the set of surfaces every member that serves chat

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -14,8 +15,11 @@ import (
 	anthropicopt "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/provider/providertest"
 )
 
 // The Anthropic SDK as the client of members that do not speak the
@@ -418,6 +422,75 @@ func TestTranslatedMessagesSDK(t *testing.T) {
 					t.Errorf("member called %d times, want 2", n)
 				}
 			})
+		}
+	}
+}
+
+// TestTranslatedResponsesSDK: the Responses translator wired as one more
+// client API: the OpenAI SDK's Responses client through the gateway to an
+// anthropic member (over its chat adapter, the Messages API) and an azure
+// member on classic deployment URLs (over chat completions), stream and
+// not; the answer comes back as a Response with the upstream's text and
+// usage.
+func TestTranslatedResponsesSDK(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, p := range []struct {
+		name   string
+		target func(base string) config.Target
+		serve  http.HandlerFunc
+		stream http.HandlerFunc
+		path   string
+		text   string
+	}{
+		{"anthropic", func(base string) config.Target {
+			return config.Target{Provider: config.ProviderAnthropic, BaseURL: base, APIKey: "sk-ant"}
+		}, anthropicOK(false), func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, providertest.MsgStart+providertest.MsgDelta+ //nolint:errcheck
+				"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":4}}\n\n"+providertest.MsgStop)
+		}, "/v1/messages", ""},
+		{"azure classic", func(base string) config.Target {
+			return config.Target{Provider: config.ProviderAzure, BaseURL: base, APIKey: "az", Cloud: config.Cloud{AzureAPIVersion: "2024-10-21"}}
+		}, openAIChatOK(false), nil, "/openai/deployments/gpt-4o/chat/completions", "hi"},
+	} {
+		m := newProviderMock(t)
+		ct := p.target(m.srv.URL)
+		ct.VirtualKey, ct.ModelMap = "member", map[string]string{"client-model": "gpt-4o"}
+		url := cloudGateway(t, []*Target{cloudTarget(t, NewPool(), ct)})
+		client := openai.NewClient(option.WithBaseURL(url+"/v1"), option.WithAPIKey("client-key"), option.WithMaxRetries(0))
+		params := responses.ResponseNewParams{Model: "client-model", Instructions: openai.String("Be brief."),
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hello")}}
+
+		m.set(p.serve)
+		var hr *http.Response
+		r, err := client.Responses.New(ctx, params, option.WithResponseInto(&hr))
+		if err != nil {
+			t.Fatalf("%s: %v", p.name, err)
+		}
+		want := p.text
+		if want == "" {
+			want = "hello from vertex"
+		}
+		if r.Status != "completed" || r.OutputText() != want || r.Model != "client-model" || r.Usage.OutputTokens == 0 {
+			t.Errorf("%s: %+v", p.name, r)
+		}
+		if req, body := m.last(); req.URL.Path != p.path || !strings.Contains(string(body), "Be brief.") {
+			t.Errorf("%s: sent %s %s", p.name, req.URL.Path, body)
+		}
+		if p.stream == nil {
+			continue
+		}
+		m.set(p.stream)
+		s := client.Responses.NewStreaming(ctx, params)
+		var done responses.Response
+		for s.Next() {
+			if ev := s.Current(); ev.Type == "response.completed" {
+				done = ev.Response
+			}
+		}
+		if err := s.Err(); err != nil || done.Status != "completed" || done.OutputText() != "Hello" {
+			t.Errorf("%s stream: %v %+v", p.name, err, done)
 		}
 	}
 }
