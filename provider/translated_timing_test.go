@@ -129,6 +129,10 @@ func BenchmarkMessagesStreamEvent(b *testing.B) {
 		c := &Call{Surface: router.SurfaceMessages, Stream: true, Model: []byte("claude-client")}
 		benchStream(b, messagesAdapter{}.NewStream(c), relayEventMessages)
 	})
+	// The chat relay of the same chunk: what the translation adds to.
+	b.Run("chat_relay", func(b *testing.B) {
+		benchStream(b, &SSEDecoder{}, relayEventChat)
+	})
 	b.Run("translated_openai", func(b *testing.B) {
 		c := &Call{Surface: router.SurfaceMessages, Stream: true, Body: benchMessagesBody(1), Model: []byte("claude-client")}
 		var req fasthttp.Request
