@@ -133,6 +133,7 @@ func (d *decoder) validateServer(cfg *Config) {
 		d.problemf("server.config_watch", "%s is out of range; want 0s (off) or %s to %s, such as \"5s\"", w, MinConfigWatch, MaxConfigWatch)
 	}
 	d.validateBrowserLists(s)
+	d.validateBatchServer(cfg)
 	switch cfg.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
