@@ -173,6 +173,9 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 		// its test that no credential reaches a line). The config hash is
 		// a SHA-256.
 		"Steps []telemetry.Step", "ConfigHash string",
+		// A batch API call's API and operation (constants) and the file or
+		// batch id the provider handed out or the client named.
+		"Batch telemetry.BatchCall",
 	}
 	typ := reflect.TypeFor[Entry]()
 	var got []string
