@@ -41,7 +41,6 @@ func CleanSpools(dir string) int {
 	return n
 }
 
-
 // Spooling: an upload is written to a temporary file while its lines are
 // checked, so the gateway's memory stays small whatever the file's size,
 // and nothing leaves for a target until every line has passed. All spool

@@ -314,4 +314,3 @@ func (s *Server) undo(t *upstream.Target, k *kind, id string, version []byte) {
 			Msg("batch: an object handed out by the target could not be recorded; asked the target to drop it")
 	}()
 }
-
