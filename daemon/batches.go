@@ -39,3 +39,6 @@ func (d *Daemon) attachBatches(cfg *config.Config) {
 	}
 	d.gw.Batches = d.batches
 }
+
+// Batches returns the batch API server (tests read its spool use).
+func (d *Daemon) Batches() *batch.Server { return d.batches }

@@ -231,3 +231,6 @@ func chatLine(id, model string, extra ...string) string {
 	body := `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}]` + strings.Join(extra, "") + `}`
 	return `{"custom_id":"` + id + `","method":"POST","url":"/v1/chat/completions","body":` + body + `}`
 }
+
+// mockFailure fails the next count API calls of a mock with status.
+func mockFailure(status, count int) mock.Failure { return mock.Failure{Status: status, Count: count} }
