@@ -79,7 +79,12 @@ auth:
 %s
     - {name: globex, key: ` + batchGlobexKey + `}
     - {name: bound, key: ` + batchBoundKey + `, user: acme-user}
-    - {name: eu, key: ` + batchEUKey + `, user: eu-tenant, residency: [eu], models: [eu-model]}
+    - name: eu
+      key: ` + batchEUKey + `
+      user: eu-tenant
+      residency: [eu]
+      models: [eu-model]
+%s
     - {name: tight, key: ` + batchTightKey + `, models: [gpt-4o-mini]}
 %s
 `
@@ -99,12 +104,26 @@ type batchEnv struct {
 type batchOptions struct {
 	server    string // more server keys, indented 2
 	acmeExtra string // more of acme's keys, indented 6
+	euExtra   string // more of eu's keys, indented 6
 	extra     string // YAML appended (quotas, audit)
 }
 
-func newBatchEnv(t *testing.T, o batchOptions) *batchEnv {
+func newBatchEnv(t *testing.T, o batchOptions) *batchEnv { return newBatchEnvOn(t, o, nil) }
+
+// newBatchEnvOn starts a gateway on the mocks of like (nil: new ones).
+func newBatchEnvOn(t *testing.T, o batchOptions, like *batchEnv) *batchEnv {
 	t.Helper()
 	e := &batchEnv{logs: &syncBuffer{}, spool: t.TempDir()}
+	if like != nil {
+		e.oai, e.oai2, e.claude, e.us, e.azure = like.oai, like.oai2, like.claude, like.us, like.azure
+	} else {
+		e.startMocks(t)
+	}
+	e.startGateway(t, o)
+	return e
+}
+
+func (e *batchEnv) startMocks(t *testing.T) {
 	start := func(name string) *mock.Server {
 		m, err := mock.Start("127.0.0.1:0", mock.Options{Name: name})
 		if err != nil {
@@ -120,8 +139,11 @@ func newBatchEnv(t *testing.T, o batchOptions) *batchEnv {
 	}
 	t.Cleanup(func() { az.Close() })
 	e.azure = az
+}
+
+func (e *batchEnv) startGateway(t *testing.T, o batchOptions) {
 	cfg := fmt.Sprintf(batchYAML, e.spool, o.server, e.oai.BaseURL(), e.oai2.BaseURL(), "http://"+e.claude.Addr(),
-		az.URL()+"/openai/v1", e.us.BaseURL(), o.acmeExtra, o.extra)
+		e.azure.URL()+"/openai/v1", e.us.BaseURL(), o.acmeExtra, o.euExtra, o.extra)
 	path := filepath.Join(t.TempDir(), "switchyard.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -149,7 +171,6 @@ func newBatchEnv(t *testing.T, o batchOptions) *batchEnv {
 		}
 		<-served
 	})
-	return e
 }
 
 // openai returns an OpenAI SDK client presenting key.
