@@ -115,7 +115,7 @@ func lowerAll(ss []string) []string {
 	return out
 }
 
-// appendModels appends the /v1/models body (README, Errors) to dst; data is never
+// appendModels appends the /v1/models body (docs/api.md, Choices) to dst; data is never
 // null.
 func appendModels(dst []byte, models []router.ModelInfo, created int64) []byte {
 	dst = append(dst, `{"object":"list","data":[`...)
@@ -193,6 +193,10 @@ type Gateway struct {
 	// whole (server.reduce_memory_usage): uploads are then held to
 	// max_request_bytes (see bodyLimit).
 	bufferedBodies atomic.Bool
+	// ResponsesSocket, when set, serves GET /v1/responses requests that
+	// ask for a WebSocket, once their client key is checked (socket.go);
+	// nil = they get 405 like any GET there. Set before serving.
+	ResponsesSocket SocketUpgrade
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get

@@ -176,6 +176,11 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 		// A batch API call's API and operation (constants) and the file or
 		// batch id the provider handed out or the client named.
 		"Batch telemetry.BatchCall",
+		// The tool types a translation dropped, as the gateway's own
+		// X-Gateway-Dropped-Tools header names them (web_search, …):
+		// names from the request's tools array, never a header or a
+		// credential.
+		"DroppedTools []uint8",
 	}
 	typ := reflect.TypeFor[Entry]()
 	var got []string
