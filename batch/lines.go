@@ -34,16 +34,6 @@ var lineSurfaces = map[string]router.Surface{
 	"/v1/responses":        router.SurfaceResponses,
 }
 
-// surfaceURL is the url of a line of surface s.
-func surfaceURL(s router.Surface) string {
-	for u, x := range lineSurfaces {
-		if x == s {
-			return u
-		}
-	}
-	return ""
-}
-
 // modelSpan is where one request's model literal lies in the spool.
 type modelSpan struct {
 	at    int64

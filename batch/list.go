@@ -167,6 +167,17 @@ func (c *call) fetchAll(k *kind, objs []tenancy.Object) [][]byte {
 		took   time.Duration
 	}
 	results := make([]result, len(objs))
+	// The client's Anthropic headers, copied: the fetches read them at
+	// once, and a request header is not safe for concurrent use.
+	var h *fasthttp.RequestHeader
+	if k.messages {
+		h = &fasthttp.RequestHeader{}
+		for _, name := range [...]string{"anthropic-version", "anthropic-beta"} {
+			for _, v := range c.rc.Request.Header.PeekAll(name) {
+				h.AddBytesV(name, v)
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, listFetches)
 	for i := range objs {
@@ -190,10 +201,6 @@ func (c *call) fetchAll(k *kind, objs []tenancy.Object) [][]byte {
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)
 			req.Header.SetMethod(fasthttp.MethodGet)
-			var h *fasthttp.RequestHeader
-			if k.messages {
-				h = &c.rc.Request.Header
-			}
 			t0 := time.Now()
 			err := t.Transfer(req, resp, objectPath(k, o.ID, ""), h, t0.Add(t.Timeout))
 			r := result{t: t, took: time.Since(t0), class: upstream.ClassOK}

@@ -293,3 +293,34 @@ func TestBatchSpoolBound(t *testing.T) {
 		t.Fatalf("upload with room = %d %s", status, answer)
 	}
 }
+
+// TestBatchUploadExpectContinue: an upload sent with Expect: 100-continue
+// is answered from its head: a stranger gets 401 and an upload declared
+// over max_batch_file_bytes 413, before any body byte; a good one is
+// invited to send its body.
+func TestBatchUploadExpectContinue(t *testing.T) {
+	e := newBatchEnv(t, batchOptions{server: "  max_batch_file_bytes: 65536"})
+	ask := func(key string, length int) string {
+		t.Helper()
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/files HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: multipart/form-data; boundary=x\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", key, length)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b := make([]byte, 64)
+		n, _ := conn.Read(b)
+		return string(b[:n])
+	}
+	if got := ask("sy-nobody", 1000); !strings.HasPrefix(got, "HTTP/1.1 401") {
+		t.Errorf("a stranger's upload: %q; want 401 before the body", got)
+	}
+	if got := ask(batchAcmeKey, 65536+(2<<20)); !strings.HasPrefix(got, "HTTP/1.1 413") {
+		t.Errorf("an upload declared over the limit: %q; want 413 before the body", got)
+	}
+	if got := ask(batchAcmeKey, 1000); !strings.HasPrefix(got, "HTTP/1.1 100 Continue") {
+		t.Errorf("a good upload: %q; want 100 Continue", got)
+	}
+}

@@ -169,9 +169,6 @@ func (lr *LineRouter) Route(s router.Surface, body []byte) (Line, *Refusal) {
 	return Line{Rule: rule, Chain: chain, Model: p.Model, ModelAt: p.ModelAt, ModelEnd: p.ModelEnd}, nil
 }
 
-// maxMemberDepth bounds the nesting ObjectMembers accepts, as the peek's.
-const maxMemberDepth = maxBodyDepth
-
 // ObjectMembers reads the JSON object b (whitespace around it allowed,
 // nothing after it) member by member, checking it as the peek checks the
 // values of a body it does not route on: strings terminated, brackets

@@ -201,7 +201,7 @@ func (g *Gateway) bodyLimit(st *State, hdr *fasthttp.RequestHeader) int {
 		uri = uri[:i]
 	}
 	if string(uri) == "/v1/files" || string(uri) == "/v1/messages/batches" {
-		return max(st.uploadBytes, st.maxRequestBytes)
+		return st.uploadBytes
 	}
 	return st.maxRequestBytes
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"io"
 	"net/url"
 	"time"
@@ -74,6 +75,10 @@ func (t *Target) Redact(b []byte) []byte { return t.redact(b) }
 // bytes (the call's deadline bounded its head only). Close the response's
 // body stream (Response.CloseBodyStream) when done.
 func BodyReader(resp *fasthttp.Response, idle time.Duration) io.Reader {
+	if resp.BodyStream() == nil {
+		// fasthttp read the body whole (it was small): nothing to wait for.
+		return bytes.NewReader(resp.Body())
+	}
 	return &idleReader{r: resp.BodyStream(), laddr: resp, idle: idle}
 }
 
