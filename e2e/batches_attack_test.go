@@ -129,6 +129,19 @@ func TestBatchOwnershipAttacks(t *testing.T) {
 			t.Errorf("globex %s = %d %s; want 400 for a cursor it does not own", p, status, body)
 		}
 	}
+	// A body naming globex's own file and acme's: the provider would read
+	// one, the gateway another. Refused, whichever comes first.
+	own := e.fileID(t, batchGlobexKey, chatLine("g", "gpt-4o"))
+	before = e.batchCalls()
+	for _, b := range []string{
+		`{"input_file_id":"` + own + `","input_file_id":"` + file + `","endpoint":"/v1/chat/completions","completion_window":"24h"}`,
+		`{"input_file_id":"` + file + `","input_file_id":"` + own + `","endpoint":"/v1/chat/completions","completion_window":"24h"}`,
+		`{"input_file_id":"` + own + `","Input_File_Id":"` + file + `","endpoint":"/v1/chat/completions","completion_window":"24h"}`,
+	} {
+		if status, _, body := e.do(t, "POST", "/v1/batches", batchGlobexKey, "application/json", strings.NewReader(b)); status != 400 {
+			t.Errorf("globex's two-file batch = %d %s; want 400", status, body)
+		}
+	}
 	if n := e.batchCalls() - before; n != 0 {
 		t.Fatalf("the attacks made %d upstream calls; want none", n)
 	}
