@@ -90,6 +90,11 @@ func TestBatchUploadKilled(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("first upload = %d", resp.StatusCode)
 	}
+	// Its audit line reaches the file within ~100 ms; the kill comes after.
+	waitFor(t, 10*time.Second, "the upload's audit line", func() bool {
+		b, _ := os.ReadFile(auditPath)
+		return bytes.Contains(b, []byte(`"operation":"upload"`))
+	})
 
 	// The second: 64 MiB declared, a few MiB sent, then the kill.
 	conn, err := net.Dial("tcp", p.addr)
