@@ -26,6 +26,15 @@ import (
 // (a model literal's place: 16 bytes).
 const maxRequests = 100_000
 
+// maxModels and maxModelBytes bound the distinct models an upload names
+// and each one's length: the gateway keeps each distinct model, and an
+// upload of 100,000 long, different model ids must not make it hold the
+// file in memory. Real batches name one model, or a few.
+const (
+	maxModels     = 256
+	maxModelBytes = 256
+)
+
 // lineSurfaces maps a batch line's url to its surface.
 var lineSurfaces = map[string]router.Surface{
 	"/v1/chat/completions": router.SurfaceChat,
@@ -38,7 +47,7 @@ var lineSurfaces = map[string]router.Surface{
 type modelSpan struct {
 	at    int64
 	n     int32
-	model uint16 // index in collector.models
+	model int32 // index in collector.models
 }
 
 // collector routes an upload's requests one by one and keeps what its walk
@@ -62,14 +71,14 @@ type collector struct {
 	ok      []bool
 	seen    map[string]bool // "surface\x00model" pairs checked
 	models  []string        // distinct models, in first-seen order
-	modelIx map[string]uint16
+	modelIx map[string]int32
 	mapped  []bool // mapped[m]: some chain member's model_map rewrites models[m]
 	spans   []modelSpan
 	tokens  int64
 }
 
 func newCollector(lr *hotpath.LineRouter, st *hotpath.State, what string) *collector {
-	return &collector{lr: lr, st: st, plan: st.Quota, what: what, seen: map[string]bool{}, modelIx: map[string]uint16{}}
+	return &collector{lr: lr, st: st, plan: st.Quota, what: what, seen: map[string]bool{}, modelIx: map[string]int32{}}
 }
 
 // name names request i (0-based) in a message: "line 3" or "requests[2]".
@@ -108,6 +117,14 @@ func (c *collector) add(i int, s router.Surface, body []byte, bodyAt int64) *hot
 			fmt.Sprintf("routes to the chain %s, but %s routes to %s; every request of an upload must route to one chain",
 				c.chainNames(line.Chain), c.firstAt, c.chainNames(c.chain)))
 	}
+	if len(line.Model) > maxModelBytes {
+		return c.refusal(i, fasthttp.StatusBadRequest, upstream.TypeInvalidRequest, upstream.CodeInvalidRequest,
+			fmt.Sprintf("its model id is over %d bytes", maxModelBytes))
+	}
+	if _, ok := c.modelIx[string(line.Model)]; !ok && len(c.models) >= maxModels {
+		return c.refusal(i, fasthttp.StatusBadRequest, upstream.TypeInvalidRequest, upstream.CodeInvalidRequest,
+			fmt.Sprintf("an upload may name at most %d different models", maxModels))
+	}
 	c.n++
 	c.surfaces |= 1 << s
 	model := string(line.Model) // the LineRouter's buffer: copied once per distinct model below
@@ -129,7 +146,7 @@ func (c *collector) add(i int, s router.Surface, body []byte, bodyAt int64) *hot
 	}
 	ix, ok := c.modelIx[model]
 	if !ok {
-		ix = uint16(len(c.models))
+		ix = int32(len(c.models))
 		c.modelIx[model] = ix
 		c.models = append(c.models, model)
 		mapped := false

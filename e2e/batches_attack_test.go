@@ -186,6 +186,8 @@ func TestBatchRoutingAttacks(t *testing.T) {
 		{"a line over max_request_bytes", batchAcmeKey, "batch",
 			[]string{chatLine("1", "gpt-4o"), chatLine("2", "gpt-4o", `,"x":"`+strings.Repeat("a", 5000)+`"`)}, 413, []string{"line 2"}},
 		{"an empty line", batchAcmeKey, "batch", []string{chatLine("1", "gpt-4o"), "", chatLine("3", "gpt-4o")}, 400, []string{"line 2"}},
+		{"too many models", batchAcmeKey, "batch", manyModels(300), 400, []string{"line 257", "at most 256 different models"}},
+		{"a model id too long", batchAcmeKey, "batch", []string{chatLine("1", "claude-"+strings.Repeat("x", 300))}, 400, []string{"line 1", "over 256 bytes"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := e.batchCalls()
@@ -336,4 +338,13 @@ func TestBatchUploadExpectContinue(t *testing.T) {
 	if got := ask(batchAcmeKey, 1000); !strings.HasPrefix(got, "HTTP/1.1 100 Continue") {
 		t.Errorf("a good upload: %q; want 100 Continue", got)
 	}
+}
+
+// manyModels is n lines naming n different models of one chain.
+func manyModels(n int) []string {
+	var lines []string
+	for i := range n {
+		lines = append(lines, chatLine(fmt.Sprint(i), fmt.Sprintf("claude-%d", i)))
+	}
+	return lines
 }
