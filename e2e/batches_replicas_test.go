@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
+
 	"github.com/switchyard/switchyard/tenancy/tenancytest"
 )
 
@@ -80,5 +82,49 @@ func TestBatchOwnershipIsPerStore(t *testing.T) {
 	}
 	if a.batchCalls() != before {
 		t.Fatal("an upstream call for an id the replica does not know")
+	}
+}
+
+// TestBatchListsAcrossTargets: a key's files on two targets list newest
+// first, merged, each API's paging followed by openai-go's auto-pager.
+func TestBatchListsAcrossTargets(t *testing.T) {
+	e := newBatchEnv(t, batchOptions{})
+	f1 := e.fileID(t, batchAcmeKey, chatLine("1", "gpt-4o"))
+	f2 := e.fileID(t, batchAcmeKey, chatLine("2", "gpt-4o-mini", `,"user":"vip"`)) // on oai2
+	f3 := e.fileID(t, batchAcmeKey, chatLine("3", "gpt-4o-mini"))
+	if !strings.HasPrefix(f2, "file-oai2-") || !strings.HasPrefix(f3, "file-oai-") {
+		t.Fatalf("files %s %s; want them on oai2 and oai", f2, f3)
+	}
+	status, _, body := e.do(t, "GET", "/v1/files?limit=2", batchAcmeKey, "", nil)
+	var page struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		HasMore bool   `json:"has_more"`
+		FirstID string `json:"first_id"`
+		LastID  string `json:"last_id"`
+	}
+	if status != 200 || json.Unmarshal([]byte(body), &page) != nil || len(page.Data) != 2 || page.Data[0].ID != f3 ||
+		page.Data[1].ID != f2 || !page.HasMore || page.FirstID != f3 || page.LastID != f2 {
+		t.Fatalf("page 1 = %d %s; want [%s %s] and more", status, body, f3, f2)
+	}
+	status, _, body = e.do(t, "GET", "/v1/files?limit=2&after="+f2, batchAcmeKey, "", nil)
+	page.Data = nil
+	if status != 200 || json.Unmarshal([]byte(body), &page) != nil || len(page.Data) != 1 || page.Data[0].ID != f1 || page.HasMore {
+		t.Fatalf("page 2 = %d %s; want [%s]", status, body, f1)
+	}
+	var ids []string
+	c := e.openai(batchAcmeKey)
+	iter := c.Files.ListAutoPaging(testCtx(t), openai.FileListParams{Limit: openai.Int(1)})
+	for iter.Next() {
+		ids = append(ids, iter.Current().ID)
+	}
+	if err := iter.Err(); err != nil || strings.Join(ids, ",") != strings.Join([]string{f3, f2, f1}, ",") {
+		t.Fatalf("auto-paged = %v, %v", ids, err)
+	}
+	for _, q := range []string{"limit=0", "limit=101", "limit=x", "order=sideways"} {
+		if status, _, body := e.do(t, "GET", "/v1/files?"+q, batchAcmeKey, "", nil); status != 400 {
+			t.Errorf("GET /v1/files?%s = %d %s; want 400", q, status, body)
+		}
 	}
 }
