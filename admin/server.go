@@ -225,8 +225,9 @@ func (s *Server) decisions(rc *fasthttp.RequestCtx) {
 	}
 }
 
-// explain answers GET /api/explain with what `switchyard explain` prints
-// for the same request under the configuration served.
+// explain answers GET /api/explain with what `switchyard explain -json`
+// prints for the same request under the configuration served: the report
+// as data, with its text and lines.
 func (s *Server) explain(rc *fasthttp.RequestCtx) {
 	st := s.opts.Gateway.Load()
 	if st == nil {
@@ -255,16 +256,12 @@ func (s *Server) explain(rc *fasthttp.RequestCtx) {
 		s.jsonError(rc, fasthttp.StatusBadRequest, "model is required")
 		return
 	}
-	var out bytes.Buffer
-	if err := cli.Explain(st.Config, q, &out); err != nil {
+	e, err := cli.ExplainData(st.Config, q)
+	if err != nil {
 		s.jsonError(rc, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	text := out.String()
-	s.writeJSON(rc, struct {
-		Text  string   `json:"text"`
-		Lines []string `json:"lines"`
-	}{text, strings.Split(strings.TrimSuffix(text, "\n"), "\n")})
+	s.writeJSON(rc, e)
 }
 
 // boolArg reads a boolean query parameter: true, false, 1, 0 or empty
