@@ -14,7 +14,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +22,6 @@ import (
 
 	"github.com/switchyard/switchyard/cli"
 	"github.com/switchyard/switchyard/config"
-	"github.com/switchyard/switchyard/decisions"
 	"github.com/switchyard/switchyard/hotpath"
 )
 
@@ -55,6 +53,9 @@ type Server struct {
 	// the console then answers only Host names that are loopback (DNS
 	// rebinding: a web page must not read it through a name it controls).
 	loopback bool
+	// pause is how a long poll waits between looks at the ring: time.Sleep
+	// (a test sees when an answer would wait).
+	pause func(time.Duration)
 }
 
 // MaxDecisions is how many decisions one /api/decisions answer holds at
@@ -71,7 +72,7 @@ const (
 
 // New returns the console server.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, started: time.Now()}
+	s := &Server{opts: opts, started: time.Now(), pause: time.Sleep}
 	if host, _, err := net.SplitHostPort(opts.Admin.Listen); err == nil {
 		s.loopback = config.LoopbackHost(host)
 	}
@@ -178,51 +179,6 @@ func loopbackHostHeader(host []byte) bool {
 		h = hh
 	}
 	return config.LoopbackHost(h)
-}
-
-// decisions answers GET /api/decisions?after=SEQ[&wait=SECONDS]: the
-// decisions after SEQ (at most MaxDecisions, the newest), waiting up to
-// wait (default 25 s, at most 55 s; 0 = answer at once) for one to come.
-func (s *Server) decisions(rc *fasthttp.RequestCtx) {
-	args := rc.QueryArgs()
-	var after uint64
-	if v := args.Peek("after"); len(v) > 0 {
-		n, err := strconv.ParseUint(string(v), 10, 64)
-		if err != nil {
-			s.jsonError(rc, fasthttp.StatusBadRequest, "after: want a decision sequence number (0 for the newest 200)")
-			return
-		}
-		after = n
-	}
-	wait := defaultWait
-	if v := args.Peek("wait"); len(v) > 0 {
-		n, err := strconv.ParseFloat(string(v), 64)
-		if err != nil || n < 0 {
-			s.jsonError(rc, fasthttp.StatusBadRequest, "wait: want seconds, 0 to 55")
-			return
-		}
-		wait = min(time.Duration(n*float64(time.Second)), maxWait)
-	}
-	ring := s.opts.Recorder.Ring()
-	if after > ring.Head() {
-		after = 0 // the process restarted: start over from the newest
-	}
-	deadline := time.Now().Add(wait)
-	for {
-		ds, next := ring.After(after, MaxDecisions)
-		if len(ds) > 0 || next != after || !time.Now().Before(deadline) {
-			if ds == nil {
-				ds = []decisions.Decision{}
-			}
-			s.writeJSON(rc, struct {
-				Decisions []decisions.Decision `json:"decisions"`
-				Next      uint64               `json:"next"`
-				Dropped   uint64               `json:"dropped"`
-			}{ds, next, ring.Dropped()})
-			return
-		}
-		time.Sleep(pollEvery)
-	}
 }
 
 // explain answers GET /api/explain with what `switchyard explain -json`
