@@ -1,7 +1,7 @@
-// Package admin is the operator's console (README, Operator's console): a
-// fasthttp server of its own, on admin.listen and never on the API port,
-// serving an embedded web page and the JSON API behind it —
-// GET /api/status, GET /api/decisions?after=SEQ (long-poll) and
+// Package admin is the operator's console (docs/console.md): a fasthttp
+// server of its own, on admin.listen and never on the API port, serving an
+// embedded web page and the JSON API behind it — GET /api/status,
+// GET /api/history, GET /api/decisions (a long poll with after=SEQ) and
 // GET /api/explain. Nothing it answers holds a credential, a client key or
 // a request body: targets are shown by name, provider and label; keys by
 // name; decisions carry no header or body.
@@ -134,6 +134,13 @@ func (s *Server) handle(rc *fasthttp.RequestCtx) {
 			return
 		}
 		s.writeJSON(rc, s.status(st, time.Now()))
+	case "/api/history":
+		st := s.opts.Gateway.Load()
+		if st == nil {
+			s.jsonError(rc, fasthttp.StatusServiceUnavailable, "no configuration loaded")
+			return
+		}
+		s.history(rc, st.Config, time.Now())
 	case "/api/decisions":
 		s.decisions(rc)
 	case "/api/explain":

@@ -44,7 +44,7 @@ func (fakeQuotas) TargetQuota(name string) *QuotaUse {
 }
 func (fakeQuotas) Spend(string) (float64, float64, bool) { return 1.25, 30.5, true }
 
-func newTestServer(t *testing.T, admin config.Admin, q Quotas) (*Server, *hotpath.Gateway) {
+func newTestServer(t testing.TB, admin config.Admin, q Quotas) (*Server, *hotpath.Gateway) {
 	t.Helper()
 	cfg, err := config.Parse("unit.yaml", []byte(unitConfig), nil)
 	if err != nil {
