@@ -50,7 +50,7 @@ func (s *Server) decisions(rc *fasthttp.RequestCtx) {
 	deadline := time.Now().Add(wait)
 	for {
 		ds, next := f.after(ring, after)
-		if len(ds) > 0 || !time.Now().Before(deadline) {
+		if len(ds) > 0 || !time.Now().Before(deadline) || s.shuttingDown() {
 			if ds == nil {
 				ds = []decisions.Decision{}
 			}

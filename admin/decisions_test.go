@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,5 +158,56 @@ func TestDecisionsFilters(t *testing.T) {
 	}
 	if code, a := getDecisions(t, s, "/api/decisions?after=7&status=5xx"); code != 200 || !slices.Equal(seqs(a), []uint64{9}) || a.Next != 9 || pauses != 3 {
 		t.Errorf("filtered long poll: %d %v next %d after %d pauses", code, seqs(a), a.Next, pauses)
+	}
+}
+
+// Shutdown ends a long poll at once: a console left open does not hold
+// the gateway's shutdown for the poll's 25 s.
+func TestDecisionsLongPollEndsAtShutdown(t *testing.T) {
+	s, _ := newTestServer(t, config.Admin{Listen: "127.0.0.1:9090"}, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	polling := make(chan struct{}, 1)
+	var pauses atomic.Int64
+	s.pause = func(d time.Duration) {
+		pauses.Add(1)
+		select {
+		case polling <- struct{}{}:
+		default:
+		}
+		s.sleep(d)
+	}
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c := &http.Client{Timeout: 60 * time.Second}
+		resp, err := c.Get(fmt.Sprintf("http://%s/api/decisions?after=0&wait=55", ln.Addr()))
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		done <- result{code: resp.StatusCode, body: string(b)}
+	}()
+	<-polling
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.code != 200 || r.body != `{"decisions":[],"next":0,"dropped":0}` {
+		t.Errorf("the long poll at shutdown: %d %q %v", r.code, r.body, r.err)
+	}
+	// It answered because of the shutdown, not its deadline: it did not
+	// look at the ring again after the pause Shutdown cut short.
+	if n := pauses.Load(); n > 2 {
+		t.Errorf("the long poll paused %d times; after Shutdown it must answer", n)
 	}
 }

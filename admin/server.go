@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -53,9 +54,12 @@ type Server struct {
 	// the console then answers only Host names that are loopback (DNS
 	// rebinding: a web page must not read it through a name it controls).
 	loopback bool
-	// pause is how a long poll waits between looks at the ring: time.Sleep
-	// (a test sees when an answer would wait).
+	// pause is how a long poll waits between looks at the ring: sleep (a
+	// test sees when an answer would wait).
 	pause func(time.Duration)
+	// closing is closed by Shutdown, ending long polls.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // MaxDecisions is how many decisions one /api/decisions answer holds at
@@ -72,7 +76,8 @@ const (
 
 // New returns the console server.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, started: time.Now(), pause: time.Sleep}
+	s := &Server{opts: opts, started: time.Now(), closing: make(chan struct{})}
+	s.pause = s.sleep
 	if host, _, err := net.SplitHostPort(opts.Admin.Listen); err == nil {
 		s.loopback = config.LoopbackHost(host)
 	}
@@ -96,9 +101,32 @@ func New(opts Options) *Server {
 // Serve serves ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 
-// Shutdown closes the listener and waits for requests in progress (a
-// long-poll ends at its deadline at the latest).
-func (s *Server) Shutdown() error { return s.srv.Shutdown() }
+// Shutdown closes the listener and waits for requests in progress; a long
+// poll answers at once with what it has.
+func (s *Server) Shutdown() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	return s.srv.Shutdown()
+}
+
+// sleep waits d, or less when the server shuts down.
+func (s *Server) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.closing:
+	}
+}
+
+// shuttingDown reports whether Shutdown was called.
+func (s *Server) shuttingDown() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
 
 type fasthttpLog struct{ l zerolog.Logger }
 

@@ -34,8 +34,9 @@ type TrafficHistory struct {
 // latency of a point without requests).
 type SeriesHistory struct {
 	Name string `json:"name"`
-	// Total is the whole window's.
-	Total Rates `json:"total"`
+	// Total is the whole window's; LastMinute the last 60 seconds'.
+	Total      Rates `json:"total"`
+	LastMinute Rates `json:"last_minute"`
 	// For a target: its calls (attempts); for a key: its requests.
 	RequestsPerS []Num `json:"requests_per_s"`
 	// ErrorRate is the share of failed calls or requests, 0 to 1.
@@ -129,27 +130,29 @@ func (s *Server) history(rc *fasthttp.RequestCtx, cfg *config.Config, now time.T
 	out := &TrafficHistory{Now: now.UTC(), Start: time.Unix(f.Start, 0).UTC(), End: time.Unix(f.End, 0).UTC(),
 		Step: int(f.Step), Window: f.N * int(f.Step), Targets: []SeriesHistory{}, Keys: []SeriesHistory{}}
 	spans := make([]traffic.Span, f.N)
+	minute := traffic.Frame{Start: f.End - 60, End: f.End, Step: 60, N: 1}
 	targets := *s.opts.Recorder.targets.Load()
 	for i := range cfg.Targets {
 		name := cfg.Targets[i].VirtualKey
 		if h := targets[name]; h != nil && (!named || slices.Contains(wantTargets, name)) {
-			out.Targets = append(out.Targets, seriesHistory(name, h, f, spans))
+			out.Targets = append(out.Targets, seriesHistory(name, h, f, minute, spans))
 		}
 	}
 	keys := *s.opts.Recorder.keys.Load()
 	for _, name := range s.keyNames(cfg) {
 		if c := keys[name]; c != nil && c.history != nil && (!named || slices.Contains(wantKeys, name)) {
-			out.Keys = append(out.Keys, seriesHistory(name, c.history, f, spans))
+			out.Keys = append(out.Keys, seriesHistory(name, c.history, f, minute, spans))
 		}
 	}
 	s.writeJSON(rc, out)
 }
 
-// seriesHistory reads h over f (spans is scratch of f.N spans). Each
-// second is read once; the window's percentiles come from the points'
-// summed histograms, so a 15-minute p99 costs one pass over the seconds
-// and one over the points.
-func seriesHistory(name string, h *traffic.Series, f traffic.Frame, spans []traffic.Span) SeriesHistory {
+// seriesHistory reads h over f and over the frame of its last minute
+// (spans is scratch of f.N spans). Each second is read once for the points;
+// the window's percentiles come from the points' summed histograms, so a
+// 15-minute p99 costs one pass over the seconds and one over the points.
+func seriesHistory(name string, h *traffic.Series, f, minute traffic.Frame, spans []traffic.Span) SeriesHistory {
+	var last [1]traffic.Span
 	spans = h.Read(f, spans)
 	out := SeriesHistory{Name: name, RequestsPerS: make([]Num, f.N), ErrorRate: make([]Num, f.N),
 		P50Ms: make([]Num, f.N), P99Ms: make([]Num, f.N), TokensPerS: make([]Num, f.N)}
@@ -161,6 +164,7 @@ func seriesHistory(name string, h *traffic.Series, f traffic.Frame, spans []traf
 		all.Add(&spans[i])
 	}
 	out.Total = rates(&all)
+	out.LastMinute = rates(&h.Read(minute, last[:])[0])
 	return out
 }
 

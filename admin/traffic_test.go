@@ -79,6 +79,9 @@ func TestHistoryRecordsFailover(t *testing.T) {
 	if k.Total.Requests != 4 || k.Total.Errors != 2 || k.Total.Tokens != 42 {
 		t.Errorf("acme: %+v", k.Total)
 	}
+	if m := tb.LastMinute; m.Requests != 3 || m.Errors != 1 || m.Seconds < 1 || m.Seconds > 60 || math.Abs(float64(m.TokensPerS)-42/float64(m.Seconds)) > 0.01 {
+		t.Errorf("b's last minute %+v", m)
+	}
 	// a's only call took 40 ms: its percentiles sit in the 32–48 ms bucket.
 	if p := float64(ta.Total.P50Ms); p < 32 || p >= 48 {
 		t.Errorf("a's p50 %v ms; its call took 40 ms", p)
