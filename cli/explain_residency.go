@@ -9,8 +9,8 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// explainResidency reports the residency check for key k's request (docs/residency.md,
-// Proving residency): each candidate's label against the key's, and what
+// explainResidency reports the residency check for key k's request
+// (docs/residency.md): each candidate's label against the key's, and what
 // the load-time proof found the key can reach. Nothing for a key without
 // residency.
 func explainResidency(x *report, snap *router.Snapshot, k *router.KeySpec, chain []int, members []ChainMember) {
