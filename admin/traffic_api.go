@@ -117,14 +117,14 @@ func (s *Server) history(rc *fasthttp.RequestCtx, cfg *config.Config, now time.T
 		return
 	}
 	var wantTargets, wantKeys []string
-	args.VisitAll(func(k, v []byte) {
+	for k, v := range args.All() {
 		switch string(k) {
 		case "target":
 			wantTargets = append(wantTargets, string(v))
 		case "key":
 			wantKeys = append(wantKeys, string(v))
 		}
-	})
+	}
 	named := len(wantTargets) > 0 || len(wantKeys) > 0
 	f := traffic.NewFrame(now.Unix(), window, step)
 	out := &TrafficHistory{Now: now.UTC(), Start: time.Unix(f.Start, 0).UTC(), End: time.Unix(f.End, 0).UTC(),
