@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/config"
-	"github.com/switchyard/switchyard/telemetry"
-	"github.com/switchyard/switchyard/upstream"
 )
 
 // Finished runs on every request: the decision, the key's counters and
@@ -25,16 +23,4 @@ func TestRecorderFinishedAllocs(t *testing.T) {
 	if ta := seriesNamed(h.Targets, "a"); ta == nil || ta.Total.Requests < 1000 || ta.Total.Errors != ta.Total.Requests {
 		t.Errorf("the runs were not recorded: %+v", h.Targets)
 	}
-}
-
-// failoverEntry is a request that failed over from targets[0] to
-// targets[1], which answered.
-func failoverEntry(ts []*upstream.Target) *telemetry.Entry {
-	return &telemetry.Entry{Key: "acme", Status: 200, Target: ts[1].Name, Latency: 900 * time.Millisecond,
-		RequestID: []byte("req-1"), Model: []byte("gpt-4o"), Walked: []string{ts[0].Name, ts[1].Name}, Attempts: 2,
-		Usage: upstream.Usage{Prompt: 30, Completion: 12, HasPrompt: true, HasCompletion: true},
-		Steps: []telemetry.Step{
-			{Target: ts[0], Class: upstream.ClassServer, Took: 40 * time.Millisecond},
-			{Target: ts[1], Class: upstream.ClassOK, Took: 800 * time.Millisecond},
-		}}
 }
