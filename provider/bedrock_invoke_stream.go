@@ -32,8 +32,25 @@ type invokeStream struct {
 	chunk   []byte // the decoded event, reused
 	data    []byte // the event re-encoded on one line, when it had line breaks
 	name    []byte // the event's type
+	src     readRecorder
 	usage   Usage
 	done    bool // message_stop relayed
+}
+
+// readRecorder reads from r and keeps its first failure other than io.EOF,
+// so that a frame the decoder cannot read is told from a connection that
+// failed under it.
+type readRecorder struct {
+	r   *bufio.Reader
+	err error
+}
+
+func (rr *readRecorder) Read(p []byte) (int, error) {
+	n, err := rr.r.Read(p)
+	if err != nil && err != io.EOF && rr.err == nil {
+		rr.err = err
+	}
+	return n, err
 }
 
 func newInvokeStream() *invokeStream { return &invokeStream{} }
@@ -95,15 +112,20 @@ func (d *invokeStream) read(r *bufio.Reader) (name, data []byte, err error) {
 
 // frame reads one event-stream frame.
 func (d *invokeStream) frame(r *bufio.Reader) (eventstream.Message, error) {
-	err := checkPrelude(r, router.SurfaceMessages)
 	var m eventstream.Message
-	if err == nil {
-		if m, err = d.dec.Decode(r, d.payload[:0]); err == io.EOF {
-			err = io.ErrUnexpectedEOF // the prelude was there
-		}
+	switch err := checkPrelude(r, router.SurfaceMessages); {
+	case err == io.EOF:
+		return m, invokeTransport("upstream stream ended before its last event")
+	case err == io.ErrUnexpectedEOF:
+		return m, invokeTransport("upstream stream ended inside an event-stream frame")
+	case err != nil:
+		return m, err // checkPrelude's refusal, or the connection's failure
 	}
+	d.src = readRecorder{r: r}
+	m, err := d.dec.Decode(&d.src, d.payload[:0])
+	d.src.r = nil
 	if err != nil {
-		return m, frameError(err)
+		return m, d.decodeError(err)
 	}
 	if cap(m.Payload) > cap(d.payload) {
 		d.payload = m.Payload[:0]
@@ -111,25 +133,22 @@ func (d *invokeStream) frame(r *bufio.Reader) (eventstream.Message, error) {
 	return m, nil
 }
 
-// frameError turns a frame reader's failure into a transport failure in
-// Anthropic's envelope: the stream ended before message_stop (at a frame
-// boundary or inside a frame), a frame failed its CRC or its lengths.
-// checkPrelude's refusals already are; a read error (a timeout, a closed
-// connection) is returned as it is, for the walk to classify.
-func frameError(err error) error {
+// decodeError turns a failure to decode a frame whose prelude was sound
+// into a transport failure in Anthropic's envelope: the stream ended inside
+// it, it failed its CRC, or its headers are malformed. The connection's
+// own failure (a timeout, a reset) is returned as it is, for the walk to
+// classify.
+func (d *invokeStream) decodeError(err error) error {
 	var ce eventstream.ChecksumError
-	var le eventstream.LengthError
 	switch {
-	case err == io.EOF:
-		return invokeTransport("upstream stream ended before its last event")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return invokeTransport("upstream stream ended inside an event-stream frame")
+	case d.src.err != nil:
+		return d.src.err
 	case errors.As(err, &ce):
 		return invokeTransport("upstream event-stream frame failed its CRC check")
-	case errors.As(err, &le):
-		return invokeTransport("malformed event-stream frame in the upstream stream")
+	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
+		return invokeTransport("upstream stream ended inside an event-stream frame")
 	}
-	return err
+	return invokeTransport("malformed event-stream frame in the upstream stream")
 }
 
 // invokeTransport is a transport failure of the stream in Anthropic's

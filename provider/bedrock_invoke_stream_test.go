@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"io"
 	"strings"
 	"testing"
@@ -250,6 +251,9 @@ func TestInvokeStreamHostile(t *testing.T) {
 	lying := providertest.Prelude(64, 80, false) // headers longer than the frame
 	huge := make([]byte, 16)
 	binary.BigEndian.PutUint32(huge, 1<<31)
+	// A header of value type 48 (there are ten), CRCs right.
+	badHeader := append(providertest.Prelude(19, 3, false), 1, 'x', 48)
+	badHeader = binary.BigEndian.AppendUint32(badHeader, crc32.ChecksumIEEE(badHeader))
 
 	for _, tc := range []struct {
 		name string
@@ -265,6 +269,7 @@ func TestInvokeStreamHostile(t *testing.T) {
 		{"bad prelude CRC", append(providertest.Prelude(32, 0, true), make([]byte, 20)...), "malformed event"},
 		{"headers longer than the frame", append(lying, make([]byte, 52)...), "malformed event"},
 		{"oversized frame", oversized, "exceeds"},
+		{"header of an unknown type", badHeader, "malformed event-stream frame"},
 		{"4 GiB length", huge, "malformed event"},
 		{"payload not JSON", rawChunkFrame(t, []byte(`{"bytes":`)), "payload is not JSON"},
 		{"no bytes", rawChunkFrame(t, []byte(`{"p":"x"}`)), "no bytes string"},
