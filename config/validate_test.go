@@ -297,3 +297,22 @@ func TestBedrockSigV4RegionFromURL(t *testing.T) {
 		}
 	}
 }
+
+// anthropic_betas: absent is nil (Bedrock's documented flags), [] is an
+// empty list (none), a list is kept as written.
+func TestBedrockAnthropicBetasDecode(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{"", nil},
+		{"    anthropic_betas: []\n", []string{}},
+		{"    anthropic_betas: [context-1m-2025-08-07, my.flag_2]\n", []string{"context-1m-2025-08-07", "my.flag_2"}},
+	} {
+		cfg := mustParse(t, baseYAML+tc.line, noEnv)
+		got := cfg.Targets[1].AnthropicBetas
+		if (got == nil) != (tc.want == nil) || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%q: %#v, want %#v", tc.line, got, tc.want)
+		}
+	}
+}

@@ -314,6 +314,18 @@ func TestClaudeCodeOnBedrockFailover(t *testing.T) {
 		e.wantCalls(t, 1, 1)
 	})
 
+	// message_start is held back until the event after it: an exception
+	// there still comes before the client's first byte.
+	t.Run("bedrock's exception right after message_start, the stream from anthropic", func(t *testing.T) {
+		e := newCCEnv(t)
+		e.bed.then(invokeStream(invokeEvents[:1], "serviceUnavailableException", "Bedrock is unable to process your request."))
+		msg, err := ccStream(t, e.client, "bedfirst-sonnet")
+		if err != nil || msg.ID != "msg_ant" {
+			t.Fatalf("%v %s", err, msg.RawJSON())
+		}
+		e.wantCalls(t, 1, 1)
+	})
+
 	t.Run("anthropic 503, bedrock throttled: 429 in Anthropic's envelope", func(t *testing.T) {
 		e := newCCEnv(t)
 		e.ant.then(jsonAnswer(503, anthropicErr("overloaded_error", "Overloaded")))
