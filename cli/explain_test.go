@@ -250,7 +250,7 @@ func TestExplain(t *testing.T) {
 			name: "stream, tools and metadata ignored on embeddings",
 			// The same request on chat matches the stream rule; on
 			// embeddings nothing but the model counts, and the malformed
-			// header is not even parsed (README, Routing 2).
+			// header is not even parsed (docs/routing.md, 2).
 			args: []string{"-model", "text-embedding-3-small", "-surface", "embeddings", "-stream", "-tools", "-metadata", `{"tier":1.0}x`},
 			want: []string{
 				`request: embeddings model "text-embedding-3-small", no user (ignored on embeddings: stream, tools, metadata)`,

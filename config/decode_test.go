@@ -31,6 +31,8 @@ func TestStrictDecodeProblems(t *testing.T) {
 				{"strategy.conditions[0].target_key", 4, "{", "no target; want target_key: NAME or target_keys: [NAME, ...]"},
 				{"strategy.conditions[0].target", 4, "target:", `unknown key "target" in a condition; want key, field, value, target_key, target_keys`},
 			}},
+		{"unknown key in server.websocket", minimal + "server:\n  websocket:\n    idle: 1m\n",
+			[]want{{"server.websocket.idle", 9, "idle", `unknown key "idle" in server.websocket; want max_message_bytes, idle_timeout`}}},
 		{"unknown key with capitals is quoted", minimal + "Server: {}\n",
 			[]want{{`["Server"]`, 7, "Server", `unknown key "Server" in the config; want server, log, strategy, targets, auth, quotas, audit, admin, tracing`}}},
 		{"duplicate top-level key", minimal + "targets:\n  - virtual_key: x\n",

@@ -12,7 +12,7 @@ import (
 	"github.com/switchyard/switchyard/provider"
 )
 
-// Provider defaults (README, Providers). The bedrock URL takes the
+// Provider defaults (docs/providers.md). The bedrock URL takes the
 // target's region.
 const (
 	DefaultOpenAIBaseURL    = "https://api.openai.com/v1"
@@ -90,7 +90,7 @@ func (d *decoder) applyTargetDefaults(cfg *Config) {
 	}
 }
 
-// validate is phase 4: the semantic checks of README, Configuration reference "Load-time
+// validate is phase 4: the semantic checks of docs/configuration.md, Configuration reference "Load-time
 // validation". It reports every problem; none stops the others.
 func (d *decoder) validate(cfg *Config) {
 	d.validateServer(cfg)
@@ -133,6 +133,10 @@ func (d *decoder) validateServer(cfg *Config) {
 		d.problemf("server.config_watch", "%s is out of range; want 0s (off) or %s to %s, such as \"5s\"", w, MinConfigWatch, MaxConfigWatch)
 	}
 	d.validateBrowserLists(s)
+	d.intRange("server.websocket.max_message_bytes", s.WebSocket.MaxMessageBytes, MinWebSocketMessageBytes, MaxWebSocketMessageBytes)
+	if t := s.WebSocket.IdleTimeout; t < MinWebSocketIdle || t > MaxWebSocketIdle {
+		d.problemf("server.websocket.idle_timeout", "%s is out of range; want %s to %s, such as \"5m\"", t, MinWebSocketIdle, MaxWebSocketIdle)
+	}
 	switch cfg.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

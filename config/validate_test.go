@@ -50,7 +50,7 @@ func TestBaseYAMLIsValid(t *testing.T) {
 	}
 }
 
-// TestValidationProblems covers every semantic rule of README, Configuration reference with the exact
+// TestValidationProblems covers every semantic rule of docs/configuration.md, Configuration reference with the exact
 // path, line, column and message it reports.
 func TestValidationProblems(t *testing.T) {
 	const (
@@ -71,6 +71,10 @@ func TestValidationProblems(t *testing.T) {
 			[]want{{"server.request_timeout", 4, "0s", `0s is out of range; want a duration above 0, such as "300s"`}}},
 		{"request_timeout negative", "request_timeout: 300s", "request_timeout: -5s",
 			[]want{{"server.request_timeout", 4, "-5s", `-5s is out of range; want a duration above 0, such as "300s"`}}},
+		{"websocket max_message_bytes too small", "shutdown_timeout: 30s", "shutdown_timeout: 30s\n  websocket:\n    max_message_bytes: 100",
+			[]want{{"server.websocket.max_message_bytes", 7, "100", "100 is out of range; want 1024 to 1073741824"}}},
+		{"websocket idle_timeout 0", "shutdown_timeout: 30s", "shutdown_timeout: 30s\n  websocket: {idle_timeout: 0s}",
+			[]want{{"server.websocket.idle_timeout", 6, "0s", `0s is out of range; want 1s to 24h0m0s, such as "5m"`}}},
 		{"shutdown_timeout 0", "shutdown_timeout: 30s", "shutdown_timeout: 0s",
 			[]want{{"server.shutdown_timeout", 5, "0s", `0s is out of range; want a duration above 0, such as "30s"`}}},
 		{"drain_delay negative", "shutdown_timeout: 30s", "shutdown_timeout: 30s\n  drain_delay: -1s",

@@ -23,7 +23,7 @@ import (
 	"github.com/switchyard/switchyard/daemon"
 )
 
-// The responses and messages surfaces (README, The Responses API and the Anthropic Messages API) from the clients people
+// The responses and messages surfaces (docs/api.md, The Responses API and the Anthropic Messages API) from the clients people
 // run: the official OpenAI SDK's Responses client and the official
 // Anthropic SDK, unmodified, through the gateway to recording mocks.
 

@@ -176,7 +176,7 @@ func (r *Request) Finish(target string, ok bool, prompt, completion int64, known
 // Active reports whether r holds anything to settle.
 func (r *Request) Active() bool { return r.plan != nil }
 
-// Estimate returns the tokens reserved before the call (README, Quotas):
+// Estimate returns the tokens reserved before the call (docs/quotas.md):
 // ceil(len(body)/4) plus the smallest of the body's max_tokens,
 // max_completion_tokens or max_output_tokens and completion, or completion
 // when it names none. The names are found with one byte search for
