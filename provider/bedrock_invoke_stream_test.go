@@ -140,6 +140,19 @@ func TestInvokeStreamRelay(t *testing.T) {
 	}
 }
 
+// Pings held after message_start are bounded: the frame leaves once it
+// passes MaxSSEEvent bytes.
+func TestInvokeStreamHeldBounded(t *testing.T) {
+	ping := chunkFrame(t, evPing)
+	n := MaxSSEEvent/len(sseOf(evPing)) + 2
+	in := append(chunkFrame(t, evStart), bytes.Repeat(ping, n)...)
+	d := newInvokeStream()
+	out, err := d.Next(nil, bufio.NewReaderSize(bytes.NewReader(in), 64<<10))
+	if err != nil || len(out) <= MaxSSEEvent || len(out) > MaxSSEEvent+len(sseOf(evPing))+len(sseOf(evStart)) {
+		t.Fatalf("%v: a frame of %d bytes", err, len(out))
+	}
+}
+
 // The native relay and this one agree on every event's bytes and usage.
 func TestInvokeStreamMatchesNativeRelay(t *testing.T) {
 	events := []string{evStart, evPing, evBlock, evDelta, evBStop, evMDel, evStop}
