@@ -80,7 +80,9 @@ func (d *invokeStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 			d.done = err == io.EOF
 			return dst, err
 		}
-		if held = messagesEvents.opening(name, held); !held {
+		// What is held is bounded: an upstream sending pings without end
+		// after message_start gets them relayed.
+		if held = messagesEvents.opening(name, held); !held || len(dst)-start > MaxSSEEvent {
 			return dst, nil
 		}
 	}
