@@ -58,6 +58,10 @@ func newInvokeStream() *invokeStream { return &invokeStream{} }
 // maxEventName bounds an event type; Anthropic's are a few words.
 const maxEventName = 64
 
+// maxHeld bounds the events held back after message_start (a variable for
+// the test that proves the bound).
+var maxHeld = MaxSSEEvent
+
 // Next implements StreamDecoder.
 func (d *invokeStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 	if d.done {
@@ -82,7 +86,7 @@ func (d *invokeStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 		}
 		// What is held is bounded: an upstream sending pings without end
 		// after message_start gets them relayed.
-		if held = messagesEvents.opening(name, held); !held || len(dst)-start > MaxSSEEvent {
+		if held = messagesEvents.opening(name, held); !held || len(dst)-start > maxHeld {
 			return dst, nil
 		}
 	}

@@ -141,14 +141,16 @@ func TestInvokeStreamRelay(t *testing.T) {
 }
 
 // Pings held after message_start are bounded: the frame leaves once it
-// passes MaxSSEEvent bytes.
+// passes maxHeld bytes (MaxSSEEvent; 4 KiB here).
 func TestInvokeStreamHeldBounded(t *testing.T) {
+	defer func(m int) { maxHeld = m }(maxHeld)
+	maxHeld = 4 << 10
 	ping := chunkFrame(t, evPing)
-	n := MaxSSEEvent/len(sseOf(evPing)) + 2
+	n := maxHeld/len(sseOf(evPing)) + 2
 	in := append(chunkFrame(t, evStart), bytes.Repeat(ping, n)...)
 	d := newInvokeStream()
-	out, err := d.Next(nil, bufio.NewReaderSize(bytes.NewReader(in), 64<<10))
-	if err != nil || len(out) <= MaxSSEEvent || len(out) > MaxSSEEvent+len(sseOf(evPing))+len(sseOf(evStart)) {
+	out, err := d.Next(nil, bufio.NewReaderSize(bytes.NewReader(in), 1024))
+	if err != nil || len(out) <= maxHeld || len(out) > maxHeld+len(sseOf(evPing))+len(sseOf(evStart)) {
 		t.Fatalf("%v: a frame of %d bytes", err, len(out))
 	}
 }
