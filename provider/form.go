@@ -28,13 +28,25 @@ func (f Form) String() string {
 // surface s for the model id sent upstream. Allocation-free.
 //
 // This version knows the native surfaces only: a provider's table row, less
-// responses on an azure target on classic deployment URLs.
+// responses on an azure target on classic deployment URLs, and messages on
+// bedrock and vertex for Claude models only (their adapters refuse others).
 func FormOf(a Adapter, ep *Endpoint, s router.Surface, upstreamModel []byte) Form {
 	if a == nil || s >= router.NumSurfaces || !a.Surfaces().Has(s) {
 		return FormNone
 	}
-	if _, ok := a.(azureAdapter); ok && s == router.SurfaceResponses && ep != nil && ep.APIVersion != "" {
-		return FormNone
+	switch AdapterOfSurface(a, s).(type) {
+	case azureAdapter:
+		if s == router.SurfaceResponses && ep != nil && ep.APIVersion != "" {
+			return FormNone
+		}
+	case bedrockMessages:
+		if !bedrockServesMessagesNatively(upstreamModel) {
+			return FormNone
+		}
+	case vertexMessages:
+		if !isClaude(upstreamModel) {
+			return FormNone
+		}
 	}
 	return FormNative
 }
