@@ -371,7 +371,7 @@ var (
 	strategyKeys  = []string{"mode", "conditions"}
 	conditionKeys = []string{"key", "field", "value", "target_key", "target_keys"}
 	targetKeys    = []string{"virtual_key", "provider", "base_url", "api_key", "region",
-		"aws_access_key_id", "aws_secret_access_key", "aws_session_token",
+		"aws_access_key_id", "aws_secret_access_key", "aws_session_token", "anthropic_betas",
 		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency", "limits", "prices", "residency",
 		"batch_prices"}
 	targetKeysAll   = append(slices.Clone(targetKeys), cloudKeys...)
@@ -495,6 +495,7 @@ func (d *decoder) decodeTarget(n ast.Node, path string) Target {
 	d.setStr(m, path, "aws_access_key_id", &t.AWSAccessKeyID)
 	d.setStr(m, path, "aws_secret_access_key", &t.AWSSecretAccessKey)
 	d.setStr(m, path, "aws_session_token", &t.AWSSessionToken)
+	d.setStrList(m, path, "anthropic_betas", "beta flags", &t.AnthropicBetas)
 	d.decodeCloud(m, path, &t.Cloud)
 	d.setStrList(m, path, "models", "model ids or prefix* patterns", &t.Models)
 	d.setStrMap(m, path, "model_map", &t.ModelMap)

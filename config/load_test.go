@@ -354,7 +354,7 @@ targets:
 		{Name: "a", Provider: "openai", Surfaces: router.AllSurfaces &^ (1 << router.SurfaceMessages), Models: []string{"gpt-4o", "gpt-5*"},
 			Batch: router.AllSurfaces &^ (1<<router.SurfaceMessages | 1<<router.SurfaceImages)},
 		{Name: "b", Provider: "anthropic", Surfaces: chat | 1<<router.SurfaceMessages, Batch: 1 << router.SurfaceMessages},
-		{Name: "c", Provider: "bedrock", Surfaces: chat, MappedModels: []string{"m", "z"}},
+		{Name: "c", Provider: "bedrock", Surfaces: chat | 1<<router.SurfaceMessages, MappedModels: []string{"m", "z"}},
 	}
 	if !reflect.DeepEqual(targets, wantTargets) {
 		t.Errorf("targets\n got  %+v\n want %+v", targets, wantTargets)
@@ -376,7 +376,7 @@ func TestProviderSurfaces(t *testing.T) {
 	}{
 		{"openai", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages, router.SurfaceResponses}},
 		{"anthropic", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
-		{"bedrock", []router.Surface{router.SurfaceChat}},
+		{"bedrock", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
 		{"mistral", nil},
 	} {
 		set := ProviderSurfaces(tc.provider)
