@@ -129,6 +129,9 @@ func TestBatchOwnershipAttacks(t *testing.T) {
 			t.Errorf("globex %s = %d %s; want 400 for a cursor it does not own", p, status, body)
 		}
 	}
+	if n := e.batchCalls() - before; n != 0 {
+		t.Fatalf("the attacks made %d upstream calls; want none", n)
+	}
 	// A body naming globex's own file and acme's: the provider would read
 	// one, the gateway another. Refused, whichever comes first.
 	own := e.fileID(t, batchGlobexKey, chatLine("g", "gpt-4o"))
