@@ -376,7 +376,8 @@ func TestMessagesRawErrors(t *testing.T) {
 	}{
 		{"GET", "/v1/messages", "", 405, `{"type":"error","error":{"type":"invalid_request_error","message":"method GET is not allowed on /v1/messages; use POST"}}`},
 		{"GET", "/v1/messages/count_tokens", "", 405, `"type":"invalid_request_error"`},
-		{"POST", "/v1/messages/batches", "{}", 404, `{"type":"error","error":{"type":"not_found_error","message":"unknown path \"/v1/messages/batches\""}}`},
+		{"POST", "/v1/messages/batches", "{}", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"the message batch is not {\"requests\": [...]}: it has no requests"}}`},
+		{"POST", "/v1/messages/batches/x/nowhere", "{}", 404, `{"type":"error","error":{"type":"not_found_error","message":"unknown path \"/v1/messages/batches/x/nowhere\""}}`},
 		{"POST", "/v1/messages", `{"model":1}`, 400, `{"type":"error","error":{"type":"invalid_request_error","message":"\"model\"`},
 		{"POST", "/v1/messages", `{"model":"claude-x","metadata":{"user_id":7}}`, 400, `{"type":"error","error":{"type":"invalid_request_error","message":`},
 		{"POST", "/v1/messages", `{"model":"claude-x","max_tokens":1,"pad":"` + strings.Repeat("x", 70000) + `"}`, 413, `{"type":"error","error":{"type":"invalid_request_error","message":"request body is too large`},
