@@ -131,6 +131,10 @@ type item struct {
 	reqID, model span // in bytes
 	chain        span // in chains
 	steps        span // in steps
+	// api and op name a batch API call (telemetry.BatchCall; "" = not
+	// one); id is its object id, in bytes.
+	api, op string
+	id      span
 }
 
 // span is the part [from, to) of one of a batch's arrays.
@@ -301,12 +305,14 @@ func (l *Log) Add(e *telemetry.Entry, hash string) {
 	}
 	b := &l.batch
 	it := item{at: l.opt.Now(), // under mu: times follow the seq order
-		key: e.Key, hash: hash, surface: e.Surface, rule: e.Rule, status: e.Status}
+		key: e.Key, hash: hash, surface: e.Surface, rule: e.Rule, status: e.Status, api: e.Batch.API, op: e.Batch.Op}
 	it.reqID.from = len(b.bytes)
 	b.bytes = append(b.bytes, e.RequestID...)
 	it.reqID.to, it.model.from = len(b.bytes), len(b.bytes)
 	b.bytes = append(b.bytes, e.Model...)
-	it.model.to = len(b.bytes)
+	it.model.to, it.id.from = len(b.bytes), len(b.bytes)
+	b.bytes = append(b.bytes, e.Batch.ID...)
+	it.id.to = len(b.bytes)
 	it.chain.from = len(b.chains)
 	b.chains = append(b.chains, e.Walked...)
 	it.chain.to = len(b.chains)
@@ -468,7 +474,17 @@ func (l *Log) appendRecord(b []byte, bt *batch, it *item) []byte {
 	b = append(b, `,"key":`...)
 	b = appendJSONString(b, it.key)
 	b = append(b, `,"surface":`...)
-	b = appendJSONString(b, surfaceName(it.surface))
+	if it.api != "" {
+		// A batch API call: its API is the surface, with the operation
+		// and the file or batch id.
+		b = appendJSONString(b, it.api)
+		b = append(b, `,"operation":`...)
+		b = appendJSONString(b, it.op)
+		b = append(b, `,"id":`...)
+		b = appendJSONString(b, byteconv.String(bt.bytes[it.id.from:it.id.to]))
+	} else {
+		b = appendJSONString(b, surfaceName(it.surface))
+	}
 	b = append(b, `,"model":`...)
 	b = appendJSONString(b, byteconv.String(bt.bytes[it.model.from:it.model.to]))
 	b = append(b, `,"rule":`...)

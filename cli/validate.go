@@ -80,7 +80,7 @@ func lint(cfg *config.Config) []string {
 	rules, targets := cfg.RouterSpecs()
 	findings := router.Lint(rules, targets)
 	keyFindings := router.LintKeys(rules, targets, cfg.KeySpecs())
-	residency := cfg.ResidencyWarnings()
+	residency := append(cfg.ResidencyWarnings(), cfg.BatchWarnings()...)
 	if len(findings) == 0 && len(keyFindings) == 0 && len(residency) == 0 {
 		return nil
 	}

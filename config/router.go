@@ -53,6 +53,7 @@ func (c *Config) RouterSpecs() ([]router.RuleSpec, []router.TargetSpec) {
 			Name:      t.VirtualKey,
 			Provider:  t.Provider,
 			Surfaces:  t.Surfaces(),
+			Batch:     t.BatchSurfaces(),
 			Models:    slices.Clone(t.Models), // nil stays nil: any model
 			Residency: t.Residency,
 		}

@@ -38,7 +38,8 @@ const (
 // on responses, metadata.user_id on messages) vip → [ant2, oa2]; metadata
 // tier gold → [ant2, oa2]; claude-* → [ant1, ant2]; gpt-* → [oa1, oa2];
 // bedrock-only → the bedrock target, which serves both surfaces translated
-// over Converse; its base URL refuses connections.
+// over Converse (messages natively for Claude ids only); its base URL
+// refuses connections.
 // Arguments: oa1, oa2 base URLs, ant1, ant2 roots.
 const surfacesYAML = `server:
   listen: 127.0.0.1:0
@@ -346,7 +347,7 @@ func TestMessagesSDKErrors(t *testing.T) {
 		typ    string
 	}{
 		{"mistral-large", 404, "not_found_error"}, // fallback oa1 does not serve it: model_not_found
-		{"bedrock-only", 502, "api_error"},        // bed serves messages translated; its URL refuses: upstream failed
+		{"bedrock-only", 502, "api_error"},        // bed serves messages translated (not a Claude id); its URL refuses: upstream failed
 	} {
 		_, err := e.ant.Messages.New(ctx, messageParams(tc.model))
 		ae := anthropicAPIError(t, err)
@@ -374,7 +375,8 @@ func TestMessagesRawErrors(t *testing.T) {
 	}{
 		{"GET", "/v1/messages", "", 405, `{"type":"error","error":{"type":"invalid_request_error","message":"method GET is not allowed on /v1/messages; use POST"}}`},
 		{"GET", "/v1/messages/count_tokens", "", 405, `"type":"invalid_request_error"`},
-		{"POST", "/v1/messages/batches", "{}", 404, `{"type":"error","error":{"type":"not_found_error","message":"unknown path \"/v1/messages/batches\""}}`},
+		{"POST", "/v1/messages/batches", "{}", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"the message batch is not {\"requests\": [...]}: it has no requests"}}`},
+		{"POST", "/v1/messages/batches/x/nowhere", "{}", 404, `{"type":"error","error":{"type":"not_found_error","message":"unknown path \"/v1/messages/batches/x/nowhere\""}}`},
 		{"POST", "/v1/messages", `{"model":1}`, 400, `{"type":"error","error":{"type":"invalid_request_error","message":"\"model\"`},
 		{"POST", "/v1/messages", `{"model":"claude-x","metadata":{"user_id":7}}`, 400, `{"type":"error","error":{"type":"invalid_request_error","message":`},
 		{"POST", "/v1/messages", `{"model":"claude-x","max_tokens":1,"pad":"` + strings.Repeat("x", 70000) + `"}`, 413, `{"type":"error","error":{"type":"invalid_request_error","message":"request body is too large`},

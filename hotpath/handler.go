@@ -39,6 +39,8 @@ const (
 	routeHealthz
 	routeReadyz
 	routeMetrics
+	// routeBatch is every path of the batch APIs (batchgate.go).
+	routeBatch
 )
 
 // routeOf maps a request path to its route. The switch on string(path)
@@ -67,6 +69,9 @@ func routeOf(path []byte) route {
 		return routeReadyz
 	case "/metrics":
 		return routeMetrics
+	}
+	if isBatchPath(path) {
+		return routeBatch
 	}
 	return routeUnknown
 }
@@ -148,6 +153,10 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 		writeError(rc, fasthttp.StatusNotFound, "unknown path "+strconv.Quote(string(rc.URI().PathOriginal())),
 			upstream.TypeInvalidRequest, upstream.CodeNotFound)
 		g.finishEarly(rc, telemetry.SurfaceNone, telemetry.RuleNotRouted, nil)
+		return
+	}
+	if r == routeBatch {
+		g.batch(rc, st, h)
 		return
 	}
 	if s, ok := r.surface(); ok {

@@ -27,7 +27,7 @@ func (f Form) String() string {
 	if int(f) < len(formNames) {
 		return formNames[f]
 	}
-	return "unknown"
+	return "none"
 }
 
 // FormOf returns how a target whose provider adapter is a, reached at ep,
@@ -54,6 +54,9 @@ func CountTokensForm(a Adapter, ep *Endpoint, upstreamModel []byte) Form {
 // the table of docs/providers.md, Translation: a provider's native API
 // wins, and every other client API goes through its chat adapter.
 func Pick(a Adapter, ep *Endpoint, s router.Surface, countTokens bool, m []byte) (Adapter, Form) {
+	if a == nil || s >= router.NumSurfaces {
+		return a, FormNone
+	}
 	if s == router.SurfaceMessages && countTokens {
 		return pickCount(a, m)
 	}
@@ -98,6 +101,9 @@ func Pick(a Adapter, ep *Endpoint, s router.Surface, countTokens bool, m []byte)
 		case router.SurfaceChat:
 			return a, FormTranslated // chat over Converse
 		case router.SurfaceMessages:
+			if bedrockServesMessagesNatively(m) {
+				return bedrockMessages{signer: a}, FormNative // InvokeModel
+			}
 			return viaChat(a, bedrockMessagesViaChat)
 		case router.SurfaceResponses:
 			return viaChat(a, bedrockResponses)
@@ -133,14 +139,18 @@ func Pick(a Adapter, ep *Endpoint, s router.Surface, countTokens bool, m []byte)
 // pickCount picks count_tokens: the provider's own count where it has one
 // for the model, else the gateway's estimate.
 func pickCount(a Adapter, m []byte) (Adapter, Form) {
-	switch a.(type) {
+	switch a := a.(type) {
 	case anthropicAdapter:
 		return messagesAdapter{}, FormNative
 	case vertexAdapter:
 		if isClaude(m) {
 			return vertexMessages{}, FormNative
 		}
-	case OpenAIAdapter, azureAdapter, geminiAdapter, bedrockAdapter:
+	case bedrockAdapter:
+		if bedrockServesMessagesNatively(m) {
+			return bedrockMessages{signer: a}, FormNative // CountTokens
+		}
+	case OpenAIAdapter, azureAdapter, geminiAdapter:
 	default:
 		if a.Surfaces().Has(router.SurfaceMessages) {
 			return a, FormNative

@@ -16,6 +16,7 @@ func TestPick(t *testing.T) {
 		chat, messages, responses, embeddings = router.SurfaceChat, router.SurfaceMessages, router.SurfaceResponses, router.SurfaceEmbeddings
 	)
 	claude, gemini, llama := []byte("claude-sonnet-4-5@20250929"), []byte("google/gemini-2.5-flash"), []byte("meta.llama3-70b-instruct-v1:0")
+	bedrockClaude := []byte("eu.anthropic.claude-sonnet-4-5-20250929-v1:0")
 	// viaResponses is what a member without the Responses API gets: the
 	// translation once responses has a translator, else nothing.
 	viaResponses := func(t *translated) (Adapter, Form) {
@@ -56,6 +57,8 @@ func TestPick(t *testing.T) {
 		{Bedrock, v1, chat, false, claude, bedrockAdapter{}, FormTranslated},
 		{Bedrock, v1, messages, false, llama, bedrockMessagesViaChat, FormTranslated},
 		{Bedrock, v1, messages, true, llama, countEstimate{}, FormEstimate},
+		{Bedrock, v1, messages, false, bedrockClaude, bedrockMessages{}, FormNative},
+		{Bedrock, v1, messages, true, bedrockClaude, bedrockMessages{}, FormNative},
 		{Vertex, v1, chat, false, claude, vertexClaude{}, FormTranslated},
 		{Vertex, v1, chat, false, gemini, vertexOpenAPI{}, FormNative},
 		{Vertex, v1, messages, false, claude, vertexMessages{}, FormNative},
@@ -132,5 +135,44 @@ func TestPickAgreesWithRegistry(t *testing.T) {
 				t.Errorf("%s must serve chat and messages", p.Name)
 			}
 		}
+	}
+}
+
+// TestFormOf: the form explain shows, model by model: native where the
+// provider speaks the surface for the model sent, translated where the
+// member serves it over chat, none where it does not serve it at all.
+func TestFormOf(t *testing.T) {
+	classic, v1 := &Endpoint{APIVersion: "2024-10-21"}, &Endpoint{}
+	for _, c := range []struct {
+		provider string
+		ep       *Endpoint
+		surface  router.Surface
+		model    string
+		want     Form
+	}{
+		{OpenAI, v1, router.SurfaceResponses, "gpt-4o", FormNative},
+		{OpenAI, v1, router.SurfaceMessages, "gpt-4o", FormTranslated},
+		{Anthropic, v1, router.SurfaceMessages, "claude-sonnet-4-6", FormNative},
+		{Anthropic, v1, router.SurfaceResponses, "claude-sonnet-4-6", FormTranslated},
+		{Anthropic, v1, router.SurfaceEmbeddings, "claude-sonnet-4-6", FormNone},
+		{Azure, v1, router.SurfaceResponses, "dep", FormNative},
+		{Azure, classic, router.SurfaceResponses, "dep", FormTranslated},
+		{Azure, classic, router.SurfaceChat, "dep", FormNative},
+		{Bedrock, v1, router.SurfaceMessages, "eu.anthropic.claude-sonnet-4-6", FormNative},
+		{Bedrock, v1, router.SurfaceMessages, "mistral.mistral-large", FormTranslated},
+		{Bedrock, v1, router.SurfaceChat, "mistral.mistral-large", FormTranslated},
+		{Vertex, v1, router.SurfaceMessages, "claude-sonnet-4-6", FormNative},
+		{Vertex, v1, router.SurfaceMessages, "gemini-2.5-pro", FormTranslated},
+		{Vertex, v1, router.SurfaceChat, "gemini-2.5-pro", FormNative},
+		{Gemini, v1, router.SurfaceEmbeddings, "text-embedding-004", FormNative},
+		{Gemini, v1, router.SurfaceImages, "imagen", FormNone},
+	} {
+		if got := FormOf(Lookup(c.provider).Adapter, c.ep, c.surface, []byte(c.model)); got != c.want {
+			t.Errorf("%s %s %s: %v, want %v", c.provider, c.surface, c.model, got, c.want)
+		}
+	}
+	if FormOf(nil, v1, router.SurfaceChat, nil) != FormNone || FormNone.String() != "none" || FormNative.String() != "native" ||
+		FormTranslated.String() != "translated" || FormEstimate.String() != "estimate" || Form(9).String() != "none" {
+		t.Error("FormOf(nil) or the names")
 	}
 }

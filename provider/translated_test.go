@@ -17,7 +17,7 @@ import (
 const messagesBody = `{"model":"claude-client","max_tokens":64,"system":"Be brief.","messages":[{"role":"user","content":"hi"}],` +
 	`"tools":[{"name":"f","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"web_search"}]}`
 
-func messagesCall(stream bool) *Call {
+func translatedCall(stream bool) *Call {
 	return &Call{Surface: router.SurfaceMessages, Stream: stream, Body: []byte(messagesBody), Model: []byte("claude-client")}
 }
 
@@ -25,7 +25,7 @@ func messagesCall(stream bool) *Call {
 // adapter, for the body translated with the id sent upstream (model_map
 // applied once), the member's token-limit key and the dropped tools noted.
 func TestTranslatedBuildRequest(t *testing.T) {
-	c := messagesCall(true)
+	c := translatedCall(true)
 	var req fasthttp.Request
 	ep := &Endpoint{BaseURL: "https://api.openai.com/v1", APIKey: "sk-test"}
 	if err := openAIMessages.BuildRequest(&req, ep, c, []byte("gpt-4o-mini")); err != nil {
@@ -92,9 +92,9 @@ const chatSSE = ": keep-alive\r\n\r\n" +
 	"data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\n" +
 	"data: [DONE]\n\n"
 
-// drain runs a decoder to its end and returns what it wrote and its
+// drainTranslated runs a decoder to its end and returns what it wrote and its
 // last error.
-func drain(d StreamDecoder, in string) (string, error) {
+func drainTranslated(d StreamDecoder, in string) (string, error) {
 	r := bufio.NewReader(strings.NewReader(in))
 	var out []byte
 	for i := 0; i < 100; i++ {
@@ -109,14 +109,14 @@ func drain(d StreamDecoder, in string) (string, error) {
 // TestTranslatedStream: the client's events from the inner decoder's
 // frames, the chat stream's usage reported for metering.
 func TestTranslatedStream(t *testing.T) {
-	c := messagesCall(true)
+	c := translatedCall(true)
 	var req fasthttp.Request
 	if err := openAIMessages.BuildRequest(&req, &Endpoint{BaseURL: "http://x/v1"}, c, []byte("gpt")); err != nil {
 		t.Fatal(err)
 	}
 	d := openAIMessages.NewStream(c)
 	c.ReleaseTranslation() // the decoder keeps nothing of the Call
-	out, err := drain(d, chatSSE)
+	out, err := drainTranslated(d, chatSSE)
 	if err != io.EOF {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -158,7 +158,7 @@ func TestTranslatedStreamFailures(t *testing.T) {
 			ClassServer, 500, true, "server had an error"},
 		{"garbage after the first chunk", first + "data: <html>\n\n", ClassTransport, 502, true, "malformed chunk in the upstream's chat stream"},
 	} {
-		c := messagesCall(true)
+		c := translatedCall(true)
 		d := openAIMessages.NewStream(c)
 		r := bufio.NewReader(strings.NewReader(tc.in))
 		var out []byte

@@ -239,11 +239,13 @@ func redactErr(err error) string {
 // for concurrent use. Counters are the Quotas', so a Plan built on reload
 // continues the previous one's.
 type Plan struct {
-	q        *Quotas
-	keys     map[string]*Subject
-	targets  map[string]*Subject
-	prices   map[string]*priceTable
-	estimate int64
+	q       *Quotas
+	keys    map[string]*Subject
+	targets map[string]*Subject
+	prices  map[string]*priceTable
+	// batchPrices are the targets' batch_prices (quota/batch.go).
+	batchPrices map[string]*priceTable
+	estimate    int64
 	// targetLimits is true when some target has limits.
 	targetLimits bool
 }
@@ -302,6 +304,7 @@ func (q *Quotas) Plan(cfg *config.Config) *Plan {
 			p.prices[t.VirtualKey] = newPriceTable(t.Prices)
 		}
 	}
+	p.compileBatchPrices(cfg)
 	if q.mem != nil {
 		q.mem.prune(keep)
 	}

@@ -74,6 +74,9 @@ type Entry struct {
 	// that routed the request; "" when it was refused before the walk.
 	Steps      []Step
 	ConfigHash string
+	// Batch names the batch API call the record is for (its API is then
+	// the record's surface); the zero value: not one.
+	Batch BatchCall
 	// DroppedTools names the hosted tools a translation dropped (the
 	// answer's X-Gateway-Dropped-Tools header, comma-separated; written
 	// truncated to MaxDroppedToolsBytes); nil = none. A socket's responses
@@ -87,6 +90,12 @@ type Step struct {
 	Class  upstream.Class
 	// Refused: the residency guard stopped the walk at Target, uncalled.
 	Refused bool
+	// Skipped: the walk passed Target over without a call (parked, circuit
+	// open, saturated, out of quota).
+	Skipped bool
+	// Took is a call's duration (a stream's: to its first byte); 0 for a
+	// skip or a refusal.
+	Took time.Duration
 }
 
 // RuleNotRouted is Entry.Rule for a request refused before it was routed:
@@ -127,9 +136,17 @@ func (a *AccessLog) Log(e *Entry) {
 	}
 	model, cut := truncateUTF8(e.Model, MaxModelBytes)
 	reqID, _ := truncateUTF8(e.RequestID, MaxRequestIDBytes)
+	surface := surfaceLabel(e.Surface)
+	if e.Batch.API != "" {
+		surface = e.Batch.API
+	}
 	ev.Bytes("request_id", reqID).
-		Str("surface", surfaceLabel(e.Surface)).
+		Str("surface", surface).
 		Bytes("model", model)
+	if e.Batch.API != "" {
+		id, _ := truncateUTF8(e.Batch.ID, MaxRequestIDBytes)
+		ev.Str("operation", e.Batch.Op).Bytes("object_id", id)
+	}
 	if cut {
 		ev.Bool("model_truncated", true)
 	}

@@ -28,6 +28,8 @@ var familyHelp = map[string]string{
 	famPanics:      "Panics recovered while serving a request (a gateway bug).",
 	famDiscards:    "Pooled upstream connections dropped before reuse, nothing written to them.",
 	famTokenFail:   "Failed OAuth access token fetches of the target's credentials (azure with Entra ID, vertex).",
+	famBatchCalls:  "Batch API calls (files, batches, message_batches) answered, by client key name, target and operation (api.op).",
+	famBatchOwned:  "File and batch ids each client key owns, by kind (file, batch, message_batch), as the tenancy store counts them.",
 }
 
 // otherHelp is the # HELP text of the process and Go runtime families,

@@ -114,6 +114,10 @@ func (m *Metrics) Finished(e *Entry) {
 	if e == nil {
 		return
 	}
+	if e.Batch.API != "" {
+		m.batchFinished(e)
+		return
+	}
 	m.Request(e.Surface, e.Status)
 	m.keyRequest(e.Key, e.Status)
 	if e.Class == upstream.ClassOK && e.Target != "" && e.Usage.Known() {

@@ -66,7 +66,7 @@ func main() {
 	flag.StringVar(&o.switchyard, "switchyard", "", "prebuilt switchyard binary (default: build the module root)")
 	flag.BoolVar(&o.pin, "pin", true, "pin the proxy to CPU 0 and the mocks and driver to CPU 1 (needs 2+ CPUs)")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 8, "seconds of each proxy's CPU profile (0: none)")
-	flag.StringVar(&o.only, "only", "", "run one group: sizes, features, streams, profile or instructions; default all")
+	flag.StringVar(&o.only, "only", "", "run one group: sizes, features, streams, batches, profile or instructions; default all")
 	flag.Parse()
 
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
@@ -126,12 +126,15 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		b.featureRows()
 	case "profile":
 		b.profiles(root)
+	case "batches":
+		b.batchUpload()
 	case "instructions":
 		b.instructions()
 	default:
 		b.scenarios()
 		b.sweep()
 		b.idle()
+		b.batchUpload()
 		b.profiles(root)
 		b.instructions()
 	}
