@@ -139,8 +139,8 @@ func TestTranslatedRefusals(t *testing.T) {
 			t.Errorf("%d: %v", tc.status, err)
 			continue
 		}
-		if tc.status == 400 && !strings.Contains(ae.RawJSON(), "string too long") {
-			t.Errorf("400 lost its message: %s", ae.RawJSON())
+		if tc.status == 400 && ae.RawJSON() != `{"type":"error","error":{"type":"invalid_request_error","message":"Invalid 'messages[1].content': string too long."}}` {
+			t.Errorf("400 not in Anthropic's envelope with its message: %s", ae.RawJSON())
 		}
 	}
 }

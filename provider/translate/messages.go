@@ -660,7 +660,7 @@ func (w *msgWriter) tools(dst []byte, tools, choice *fastjson.Value) (out []byte
 					return dst, nil, pathError(path.key("type"), "must be a string")
 				}
 				if string(s) != "custom" {
-					dropped = append(dropped, string(s))
+					dropped = appendDroppedName(dropped, s)
 					continue
 				}
 			}
@@ -732,4 +732,27 @@ func (w *msgWriter) tools(dst []byte, tools, choice *fastjson.Value) (out []byte
 		dst = append(dst, `,"parallel_tool_calls":false`...)
 	}
 	return dst, dropped, nil
+}
+
+// appendDroppedName adds a dropped tool's type to dropped, once: as sent
+// when it looks like a type name ([a-z0-9_.:-], at most 64 bytes, as the
+// Responses translator reports its own), else "unknown", so the header
+// never carries what a client wrote beyond that.
+func appendDroppedName(dropped []string, typ []byte) []string {
+	name := "unknown"
+	if len(typ) > 0 && len(typ) <= 64 {
+		name = string(typ)
+		for _, c := range typ {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == ':' || c == '-') {
+				name = "unknown"
+				break
+			}
+		}
+	}
+	for _, d := range dropped {
+		if d == name {
+			return dropped
+		}
+	}
+	return append(dropped, name)
 }

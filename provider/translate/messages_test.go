@@ -161,6 +161,12 @@ func TestMessagesToChatDropped(t *testing.T) {
 	if _, dropped, _ = MessagesToChat(nil, []byte(`{"model":"c",`+oneUser+`,"tools":[{"name":"f"}]}`), Options{}); dropped != nil {
 		t.Errorf("nothing dropped: %q", dropped)
 	}
+	// Each once; a type that is not a plain name is "unknown".
+	in = `{"model":"c",` + oneUser + `,"tools":[{"type":"web_search_20250305","name":"a"},{"type":"web_search_20250305","name":"b"},` +
+		`{"type":"X-Evil\r\nSet-Cookie: a","name":"c"},{"type":"` + strings.Repeat("a", 65) + `","name":"d"}]}`
+	if _, dropped, _ = MessagesToChat(nil, []byte(in), Options{}); !reflect.DeepEqual(dropped, []string{"web_search_20250305", "unknown"}) {
+		t.Errorf("dropped %q", dropped)
+	}
 }
 
 // TestMessagesToChatAppends: the request is appended to dst.
