@@ -26,7 +26,7 @@ import (
 // cpu-ns/op is the process's CPU time per operation (see reportCPU).
 
 // benchMessagesBody returns a Messages request of about size bytes as an
-// agent sends it: system blocks, tools with schemas, and a history of
+// coding tool such as Claude Code sends it: system blocks, tools with schemas, and a history of
 // turns with tool calls and results (quotes, newlines and non-ASCII text
 // included), the last turn a question.
 func benchMessagesBody(size int) []byte {

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// A tool result as an agent sends it back: code with quotes, tabs and
+// A tool result as a coding tool sends it back: code with quotes, tabs and
 // newlines. The baseline is the byte-at-a-time writer String replaced.
 var benchText = strings.Repeat("     4\tfunc (s *Snapshot) Match(r *Request) (int, []int) {\n\t\treturn s.match(r, \"default\") // héllo\n", 100)
 

@@ -101,7 +101,7 @@ func textBlock(dst []byte, n int, v *fastjson.Value) ([]byte, int) {
 
 // appendInput writes a tool call's arguments string as the tool_use input.
 // Empty arguments (a function without parameters, as some servers send it)
-// are {}; anything but a JSON object is an error, not a guess: an agent
+// are {}; anything but a JSON object is an error, not a guess: a coding tool
 // acting on a mangled input is worse than a failed attempt.
 func appendInput(dst []byte, args *fastjson.Value) ([]byte, error) {
 	if isNull(args) {
