@@ -25,10 +25,10 @@ import (
 //
 // cpu-ns/op is the process's CPU time per operation (see reportCPU).
 
-// benchMessagesBody returns a Messages request of about size bytes as an
-// coding tool such as Claude Code sends it: system blocks, tools with schemas, and a history of
-// turns with tool calls and results (quotes, newlines and non-ASCII text
-// included), the last turn a question.
+// benchMessagesBody returns a Messages request of about size bytes as a
+// coding tool such as Claude Code sends it: system blocks, tools with
+// schemas, and a history of turns with tool calls and results (quotes,
+// newlines and non-ASCII text included), the last turn a question.
 func benchMessagesBody(size int) []byte {
 	var b strings.Builder
 	b.WriteString(`{"model":"claude-client","max_tokens":8192,"stream":true,"metadata":{"user_id":"user_4f2a_account__session_9c1e"},`)
