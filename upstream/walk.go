@@ -51,10 +51,11 @@ type Result struct {
 	// non-streamed answer, without reading the clock again (translating a
 	// success for the client, microseconds, comes after it).
 	End time.Time
-	// Usage is the token usage of a successful answer, as the client
-	// receives it (ReadUsage of the answer; for a stream, the decoder's last
-	// usage event, reported to Observer.StreamEnd of a stream that ended
-	// ClassOK). The zero value: none reported.
+	// Usage is the token usage of a successful answer, read from the
+	// provider's own fields (provider.AnswerUsage of the upstream's body;
+	// for a stream, the decoder's last usage event, reported to
+	// Observer.StreamEnd of a stream that ended ClassOK). The zero value:
+	// none reported.
 	Usage Usage
 	// Fenced is true when the residency guard (Call.Fence) stopped the
 	// walk before calling Target: answered 500 internal_error.
@@ -510,9 +511,11 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		return o, false
 	}
 	w.done(t, ticket, outcome{class: ClassOK, status: status}, t0)
-	// The usage the client is told is the usage counted: read from the
-	// translated answer, so every provider is read the same way.
-	w.res.Usage, _ = ReadUsage(out)
+	// The usage counted is read from the provider's own answer, in its own
+	// names (docs/quotas.md, Cached tokens): the client's shape may have
+	// no field for a part of it (cache writes, on chat translated from
+	// Anthropic). The translated answer reports the same numbers.
+	w.res.Usage, _ = provider.AnswerUsage(ad, src)
 	w.rc.Response.SwapBody(t.redact(out))
 	w.rc.SetStatusCode(status)
 	w.rc.SetContentType("application/json")
