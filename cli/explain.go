@@ -92,6 +92,10 @@ type ExplainRequest struct {
 	Surface string
 	// Key names the client key that sends the request; "" = none.
 	Key string
+	// EstimateRatio is Key's learned estimate ratio in the explaining
+	// process, when HasEstimateRatio (the console sets it).
+	EstimateRatio    float64
+	HasEstimateRatio bool
 }
 
 // ExplainUsageError is a described request Explain cannot route: an
@@ -161,6 +165,9 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 	if key != nil {
 		fmt.Fprintf(stdout, "key: %s\n", describeKey(key))
 		if l := keyLimitsLine(cfg, key.Name); l != "" {
+			fmt.Fprintln(stdout, l)
+		}
+		if l := estimateLine(cfg, key.Name, q.EstimateRatio, q.HasEstimateRatio); l != "" {
 			fmt.Fprintln(stdout, l)
 		}
 		if allow := router.NewModelSet(key.Models); !allow.Has(req.Model) {

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/switchyard/switchyard/config"
+)
+
+const estimateConfig = `strategy:
+  mode: conditional
+  conditions:
+    - key: model_prefix
+      value: claude-
+      target_key: anthropic
+targets:
+  - virtual_key: anthropic
+    provider: anthropic
+    base_url: http://127.0.0.1:1
+    prices: {"claude-*": {input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}}
+auth:
+  keys:
+    - name: coder
+      key: coder-0123456789abcdef
+      limits: {tokens_per_minute: 200000, tokens_per_day: 5000000}
+    - name: batch
+      key: batch-0123456789abcdef
+      limits: {tokens_per_day: 100000, count_cache_reads: true}
+`
+
+// TestExplainShowsEstimate: explain -key says how the key's requests are
+// reserved (the ratio starts at 1; the console passes the process's own),
+// whether its token limits count cache reads, and the request size it
+// refuses at once; member lines show cache prices.
+func TestExplainShowsEstimate(t *testing.T) {
+	path := writeConfig(t, "gw.yaml", estimateConfig)
+	code, out, errOut := run(t, "explain", "-config", path, "-model", "claude-sonnet-4-6", "-key", "coder")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"estimate: reserves ceil(body bytes / 4 × ratio) + the completion part, ratio 1 (each gateway process starts at 1",
+		"cache reads count against its token limits: no; a request reserving more than its tokens_per_minute (200000) is refused at once: 429 key_rate_limited, no Retry-After",
+		"price per 1M tokens: input $3, output $15, cache read $0.3, cache write $3.75",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	code, out, _ = run(t, "explain", "-config", path, "-model", "claude-sonnet-4-6", "-key", "batch")
+	if code != 0 || !strings.Contains(out, "cache reads count against its token limits: yes; a request reserving more than its tokens_per_day (100000) is refused at once: 429 key_budget_exceeded") {
+		t.Fatalf("batch:\n%s", out)
+	}
+	cfg, err := config.Parse(path, []byte(estimateConfig), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Explain(cfg, ExplainRequest{Model: "claude-sonnet-4-6", Key: "coder", EstimateRatio: 0.125, HasEstimateRatio: true}, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "ratio 0.125 (learned by this process)") {
+		t.Fatalf("live ratio not shown:\n%s", b.String())
+	}
+}
