@@ -222,4 +222,3 @@ func (r *Request) Finish(target string, ok bool, u Usage, now time.Time) (spend 
 
 // Active reports whether r holds anything to settle.
 func (r *Request) Active() bool { return r.plan != nil }
-
