@@ -94,7 +94,7 @@ func TestAccessLogFields(t *testing.T) {
 		"outcome": "ok", "stream": true, "latency_ms": 1234.567, "ttfb_ms": 250.5,
 		"key": "acme-prod", "prompt_tokens": 12.0, "input_tokens": 3.0, "cache_read_tokens": 7.0, "cache_write_tokens": 2.0,
 		"completion_tokens": 0.0,
-		"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+		"trace_id":          "4bf92f3577b34da6a3ce929d0e0e4736",
 	}, {
 		"request_id": "req-2", "surface": "embeddings", "model": "text-embedding-3-small", "rule": "fallback",
 		"chain": []any{"openai"}, "target": "openai", "attempts": 1.0, "status": 502.0,
