@@ -64,6 +64,8 @@ type Subject struct {
 	kinds []Kind
 	// cacheReads is count_cache_reads: the token kinds count cache reads.
 	cacheReads bool
+	// est is a key's learned estimate (nil for a target).
+	est *estimator
 	// id is the counters' name: "k:"+Name or "t:"+Name.
 	id string
 	// redisKeys[i] is the Redis key of kinds[i]: prefix{id}:suffix, so a

@@ -289,9 +289,11 @@ func (q *Quotas) Plan(cfg *config.Config) *Plan {
 	}
 	for i := range cfg.Auth.Keys {
 		k := &cfg.Auth.Keys[i]
-		p.estimates[k.Name] = q.estimators.get(k.Name)
+		est := q.estimators.get(k.Name)
+		p.estimates[k.Name] = est
 		if k.Limits.Any() {
 			s := newSubject(k.Name, false, &k.Limits, k.CountsCacheReads(), qc.Replicas, prefix)
+			s.est = est
 			attach(s)
 			p.keys[k.Name] = s
 		}

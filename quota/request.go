@@ -54,10 +54,14 @@ func (r *Request) Begin(p *Plan, keyName string, body, model []byte, now time.Ti
 	if p == nil {
 		return true
 	}
-	r.est = p.estimates[keyName]
+	s := p.keys[keyName]
+	if s != nil {
+		r.est = s.est // one map lookup for a key with limits
+	} else {
+		r.est = p.estimates[keyName]
+	}
 	r.quarter = bodyQuarter(len(body))
 	r.tokens = estimateAt(body, p.estimate, r.est.ratio())
-	s := p.keys[keyName]
 	if s == nil {
 		return true
 	}
