@@ -255,9 +255,6 @@ func (s *Server) explain(rc *fasthttp.RequestCtx) {
 		s.jsonError(rc, fasthttp.StatusBadRequest, "model is required")
 		return
 	}
-	if st.Quota != nil {
-		q.EstimateRatio, q.HasEstimateRatio = st.Quota.EstimateRatio(q.Key)
-	}
 	var out bytes.Buffer
 	if err := cli.Explain(st.Config, q, &out); err != nil {
 		s.jsonError(rc, fasthttp.StatusBadRequest, err.Error())

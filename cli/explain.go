@@ -92,10 +92,6 @@ type ExplainRequest struct {
 	Surface string
 	// Key names the client key that sends the request; "" = none.
 	Key string
-	// EstimateRatio is Key's learned estimate ratio in the explaining
-	// process, when HasEstimateRatio (the console sets it).
-	EstimateRatio    float64
-	HasEstimateRatio bool
 }
 
 // ExplainUsageError is a described request Explain cannot route: an
@@ -167,7 +163,7 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 		if l := keyLimitsLine(cfg, key.Name); l != "" {
 			fmt.Fprintln(stdout, l)
 		}
-		if l := estimateLine(cfg, key.Name, q.EstimateRatio, q.HasEstimateRatio); l != "" {
+		if l := estimateLine(cfg, key.Name); l != "" {
 			fmt.Fprintln(stdout, l)
 		}
 		if allow := router.NewModelSet(key.Models); !allow.Has(req.Model) {

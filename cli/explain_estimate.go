@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/switchyard/switchyard/config"
 )
@@ -10,21 +9,16 @@ import (
 // estimateLine is the "estimate:" line of key name (docs/quotas.md, Cached
 // tokens): how its requests are reserved before the call, whether its
 // token limits count cache reads, and the largest request they admit; ""
-// for a key without limits, or one the config does not have. ratio is the key's learned ratio
-// when a running gateway explains (the console); ok false: the config
-// alone, where it starts at 1.
-func estimateLine(cfg *config.Config, name string, ratio float64, ok bool) string {
+// for a key without limits, or one the config does not have. The ratio a
+// process learns is in /api/status; from the config alone it is 1.
+func estimateLine(cfg *config.Config, name string) string {
 	for i := range cfg.Auth.Keys {
 		k := &cfg.Auth.Keys[i]
 		if k.Name != name || !k.Limits.Any() {
 			continue
 		}
-		r := "1 (each gateway process starts at 1 and learns from this key's answers; a running one shows its own in /api/status)"
-		if ok {
-			r = strconv.FormatFloat(ratio, 'f', 3, 64) + " (learned by this process)"
-		}
-		line := fmt.Sprintf("estimate: reserves ceil(body bytes / 4 × ratio) + the completion part, ratio %s; cache reads count against its token limits: %s",
-			r, yesNo(k.CountsCacheReads()))
+		line := "estimate: reserves ceil(body bytes / 4 × ratio) + the completion part, ratio 1 (each gateway process starts at 1 and learns from this key's answers; a running one shows its own in /api/status); cache reads count against its token limits: " +
+			yesNo(k.CountsCacheReads())
 		for _, l := range []struct {
 			name, code string
 			v          int64
