@@ -3,7 +3,7 @@ package admin
 import "github.com/switchyard/switchyard/config"
 
 // Hooks into features that live in other packages: the quota store
-// (README, Quotas) and residency labels. Quotas default to the served
+// (docs/quotas.md) and residency labels. Quotas default to the served
 // configuration's quota plan (see planQuotas); the console shows null
 // where a key or target has no limits.
 

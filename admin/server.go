@@ -1,4 +1,4 @@
-// Package admin is the operator's console (README, Operator's console): a
+// Package admin is the operator's console (docs/console.md): a
 // fasthttp server of its own, on admin.listen and never on the API port,
 // serving an embedded web page and the JSON API behind it —
 // GET /api/status, GET /api/decisions?after=SEQ (long-poll) and

@@ -8,7 +8,7 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// Status is the answer of GET /api/status (README, Operator's console).
+// Status is the answer of GET /api/status (docs/console.md).
 type Status struct {
 	Now      time.Time    `json:"now"`
 	Version  string       `json:"version"`

@@ -14,7 +14,7 @@ import (
 
 // TestAddAllocatesNothing: the request's side of the audit log, a copy of
 // a few fields into the batch, allocates nothing once the batch's arrays
-// have grown to the size of a turn (README, Proving residency: Cost).
+// have grown to the size of a turn (docs/residency.md, Cost).
 func TestAddAllocatesNothing(t *testing.T) {
 	l, e := allocLog(t)
 	e.Walked = []string{"eu", "us"}

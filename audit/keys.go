@@ -9,7 +9,7 @@ import (
 )
 
 // Keys are written as standard base64: a private key as its 32-byte seed,
-// a public key as its 32 bytes (README, Proving residency).
+// a public key as its 32 bytes (docs/residency.md).
 
 // GenerateKey returns a fresh key pair as text: the private key (the
 // audit.signing_key value) and the public key (for audit verify -pub).

@@ -1,5 +1,5 @@
-// Package audit writes and verifies Switchyard's audit log (README, Proving
-// residency): one JSON line per authenticated request saying where it went,
+// Package audit writes and verifies Switchyard's audit log (docs/residency.md,
+// The audit log): one JSON line per authenticated request saying where it went,
 // each line carrying the SHA-256 of the line before it, and Ed25519-signed
 // checkpoints. A request copies a few fields into a batch under a mutex;
 // one writer goroutine takes the batch every FlushEvery (sooner when it is
@@ -169,8 +169,10 @@ func Open(opt Options) (*Log, error) {
 // resume opens the current file for appending and finds the chain's head.
 func (l *Log) resume() error {
 	last, err := lastLine(l.opt.Path, true)
-	if errors.Is(err, os.ErrNotExist) {
-		// Rotated, then stopped before a line reached the new file.
+	if errors.Is(err, os.ErrNotExist) || (err == nil && last == nil) {
+		// Rotated, then stopped before a whole line reached the new file
+		// (which may not exist yet, or be empty): the chain's head is the
+		// last line of the newest rotated file.
 		if rotated := l.rotatedFiles(); len(rotated) > 0 {
 			last, err = lastLine(rotated[len(rotated)-1], false)
 		} else {

@@ -12,7 +12,7 @@ import (
 )
 
 // auditCmd implements `switchyard audit keygen` and
-// `switchyard audit verify -pub KEY FILE...` (README, Proving residency).
+// `switchyard audit verify -pub KEY FILE...` (docs/residency.md).
 func auditCmd(args []string, stdout, stderr io.Writer) int {
 	const use = "usage: switchyard audit keygen | switchyard audit verify -pub KEY FILE...\n"
 	if len(args) == 0 {

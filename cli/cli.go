@@ -1,4 +1,4 @@
-// Package cli implements Switchyard's command line (README, Command line): the
+// Package cli implements Switchyard's command line (docs/configuration.md, Command line): the
 // subcommands serve, validate, explain, keys and version, their flags, and their
 // exit codes.
 //

@@ -124,7 +124,7 @@ func (q *ExplainRequest) parse() (router.Surface, router.Request, error) {
 		HasTools: q.Tools,
 	}
 	// The gateway reads X-Gateway-Metadata on chat-like surfaces only and
-	// neither parses nor validates it elsewhere (README, Routing 2); so does explain.
+	// neither parses nor validates it elsewhere (docs/routing.md, 2); so does explain.
 	if surface.ChatLike() && q.Metadata != "" {
 		var p router.MetadataParser
 		pairs, err := p.Parse([]byte(q.Metadata))

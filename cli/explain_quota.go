@@ -8,7 +8,7 @@ import (
 	"github.com/switchyard/switchyard/config"
 )
 
-// Quotas in explain (README, Quotas): the key's limits, and each member's
+// Quotas in explain (docs/quotas.md): the key's limits, and each member's
 // own limits and price for the model.
 
 // describeLimits renders limits as "requests_per_minute 600, ..."; "" when

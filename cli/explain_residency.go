@@ -10,8 +10,8 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// explainResidency prints the residency check for key k's request (README,
-// Proving residency): each candidate's label against the key's, and what
+// explainResidency prints the residency check for key k's request
+// (docs/residency.md): each candidate's label against the key's, and what
 // the load-time proof found the key can reach. Nothing for a key without
 // residency.
 func explainResidency(w io.Writer, snap *router.Snapshot, k *router.KeySpec, chain []int, model []byte, surface router.Surface) {

@@ -15,7 +15,7 @@ import (
 // Stdin is where `keys hash` reads the key; tests replace it.
 var Stdin io.Reader = os.Stdin
 
-// keyBytes is the randomness of a key from `keys new` (README, Client keys: at least 32).
+// keyBytes is the randomness of a key from `keys new` (docs/client-keys.md: at least 32).
 const keyBytes = 32
 
 // maxHashInput bounds what `keys hash` reads: a key is a header value.

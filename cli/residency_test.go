@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// euTenantConfig is the README's EU tenant (Proving residency) before the
+// euTenantConfig is the EU tenant of docs/residency.md before the
 // fix: globex-eu's tier binding pins its chat-like requests only.
 const euTenantConfig = `strategy:
   mode: conditional

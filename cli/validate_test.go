@@ -94,7 +94,7 @@ func TestValidateWarnings(t *testing.T) {
 	wantLines(t, "-strict stdout", out, append(warnings, path+": invalid with -strict (3 warnings)")...)
 }
 
-// TestValidateUnreachableModel: README, Command line's third lint, "a model listed by
+// TestValidateUnreachableModel: docs/configuration.md, Command line's third lint, "a model listed by
 // no reachable target": the eu target lists gpt-4o, but rule 0 pins gpt-4o
 // to openai before the metadata rule that names eu, so no gpt-4o request
 // can reach eu. The warning points at the target; -strict refuses it.

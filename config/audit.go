@@ -9,7 +9,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-// Audit is the signed audit log block (README, Proving residency): one
+// Audit is the signed audit log block (docs/residency.md): one
 // hash-chained JSON line per authenticated request and signed checkpoints.
 type Audit struct {
 	// Path is the log file; "" = no audit log (the block absent).

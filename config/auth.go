@@ -13,7 +13,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// Auth is the client keys block (README, Client keys). Without it (no keys) the gateway
+// Auth is the client keys block (docs/client-keys.md). Without it (no keys) the gateway
 // is open to whoever reaches its listener.
 type Auth struct {
 	// Keys are the client keys, in declared order; non-empty after a
@@ -25,7 +25,7 @@ type Auth struct {
 func (a *Auth) Enabled() bool { return len(a.Keys) > 0 }
 
 // MaxKeyMetadata is the most metadata entries a key may bind: the most an
-// X-Gateway-Metadata header may carry (README, Routing 2).
+// X-Gateway-Metadata header may carry (docs/routing.md, 2).
 const MaxKeyMetadata = 32
 
 // maxKeyName bounds a key's name, a label in every access line and metric.
@@ -51,7 +51,7 @@ type ClientKey struct {
 	// Limits are the key's rate limits and budgets; zero = none.
 	Limits Limits `yaml:"limits"`
 	// Residency lists the labels of the targets this key's requests may
-	// reach, proven at load (README, Proving residency). nil = any target.
+	// reach, proven at load (docs/residency.md). nil = any target.
 	Residency []string `yaml:"residency"`
 
 	// Line is the 1-based line of the key in the file (0 if unknown).

@@ -10,8 +10,9 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-// Cloud holds the target keys of the azure and vertex providers (README,
-// Providers). Every field is "" unless set; the credentials are secrets.
+// Cloud holds the target keys of the azure and vertex providers
+// (docs/providers.md). Every field is "" unless set; the credentials are
+// secrets.
 type Cloud struct {
 	// AzureAPIVersion selects classic deployment URLs
 	// ({base_url}/openai/deployments/{model}/…?api-version=…) when set; ""
@@ -235,6 +236,8 @@ func (t *Target) specific(key string) string {
 		return t.AWSSecretAccessKey
 	case "aws_session_token":
 		return t.AWSSessionToken
+	case "anthropic_betas":
+		return strings.Join(t.AnthropicBetas, ",")
 	case "azure_api_version":
 		return t.AzureAPIVersion
 	case "azure_deployment_type":

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// expand replaces environment references in a string value (README, Configuration reference):
+// expand replaces environment references in a string value (docs/configuration.md, Configuration reference):
 //
 //	${NAME}          the value of NAME; an unset NAME is a problem
 //	${NAME:-default} the value of NAME, or default when NAME is unset or empty

@@ -11,7 +11,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-// The admin and tracing blocks (README, Operator's console and Tracing):
+// The admin and tracing blocks (docs/console.md):
 // the console's own listener and bearer key, and OpenTelemetry export.
 
 // Admin is the operator's console block. Without admin.listen the console

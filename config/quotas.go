@@ -13,7 +13,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// Quotas is the quotas block (README, Quotas): where the counters of rate
+// Quotas is the quotas block (docs/quotas.md): where the counters of rate
 // limits and budgets live and what happens when that store fails.
 type Quotas struct {
 	// Store is "memory" (default: counters in this process) or "redis"

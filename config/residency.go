@@ -8,7 +8,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// Residency (README, Proving residency): targets carry a label, client
+// Residency (docs/residency.md): targets carry a label, client
 // keys list the labels their requests may reach, and a config in which some
 // request of a key can reach a target without one of its labels is refused.
 

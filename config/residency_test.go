@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// euTenant is the README's client keys example with residency labels:
+// euTenant is docs/client-keys.md's example with residency labels:
 // globex-eu is bound to user globex and tier gold.
 const euTenant = `
 strategy:

@@ -10,7 +10,7 @@ import (
 )
 
 // ProviderSurfaces returns the surfaces a provider can serve, from the
-// provider registry (README, Providers). An unknown provider serves none.
+// provider registry (docs/providers.md). An unknown provider serves none.
 func ProviderSurfaces(name string) router.SurfaceSet {
 	if p := provider.Lookup(name); p != nil {
 		return p.Surfaces

@@ -1,5 +1,5 @@
 // Package config loads and validates Switchyard's YAML configuration
-// (README, Configuration reference). Loading has four phases: a strict decode of the YAML syntax tree
+// (docs/configuration.md, Configuration reference). Loading has four phases: a strict decode of the YAML syntax tree
 // (unknown or duplicate keys and wrong types are problems with line:col),
 // ${VAR} interpolation of string values, defaults, and a semantic pass. Every
 // problem of every phase is collected with its YAML path and returned at once
@@ -22,7 +22,7 @@ type Config struct {
 	// Targets is non-empty after a successful load; Targets[0] is the
 	// no-match fallback.
 	Targets []Target `yaml:"targets"`
-	// Auth holds the client keys (README, Client keys); no keys = an open gateway.
+	// Auth holds the client keys (docs/client-keys.md); no keys = an open gateway.
 	Auth Auth `yaml:"auth"`
 	// Quotas is where rate limits and budgets are counted (config/quotas.go).
 	Quotas Quotas `yaml:"quotas"`
@@ -76,6 +76,23 @@ type Server struct {
 	// lowercased at load) whose requests are served; a request with any
 	// other Origin header is 403. nil = none.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// WebSocket holds the limits of Responses API sockets (GET
+	// /v1/responses upgraded; docs/api.md, Responses over WebSocket).
+	WebSocket WebSocket `yaml:"websocket"`
+}
+
+// WebSocket holds the limits of a Responses API socket. Both are read for
+// each message, so a reload applies to open sockets from their next one.
+type WebSocket struct {
+	// MaxMessageBytes caps one client message; a larger one is answered
+	// with an error event and the socket is closed (1009). A socket
+	// remembers at most 4x this of its last response. Default 16 MiB;
+	// MinWebSocketMessageBytes to MaxWebSocketMessageBytes.
+	MaxMessageBytes int `yaml:"max_message_bytes"`
+	// IdleTimeout closes a socket that has carried no message and no
+	// response for this long. Default 5m; MinWebSocketIdle to
+	// MaxWebSocketIdle.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // Log holds logging settings.
@@ -97,7 +114,7 @@ type Strategy struct {
 	Conditions []Condition `yaml:"conditions"`
 }
 
-// Condition keys (README, Configuration reference).
+// Condition keys (docs/configuration.md, Configuration reference).
 const (
 	KeyModel       = "model"
 	KeyModelPrefix = "model_prefix"
@@ -135,7 +152,7 @@ func (c *Condition) Chain() []string {
 	return c.TargetKeys
 }
 
-// Providers (README, Providers); the registry in package provider holds
+// Providers (docs/providers.md); the registry in package provider holds
 // what each serves and accepts.
 const (
 	ProviderOpenAI    = provider.OpenAI
@@ -169,6 +186,11 @@ type Target struct {
 	AWSAccessKeyID     string `yaml:"aws_access_key_id"`
 	AWSSecretAccessKey string `yaml:"aws_secret_access_key"`
 	AWSSessionToken    string `yaml:"aws_session_token"`
+	// AnthropicBetas are the anthropic-beta flags a bedrock target passes
+	// to Claude on the messages surface (docs/providers.md, Claude Code on
+	// Bedrock). nil = the flags Bedrock documents
+	// (provider.BedrockAnthropicBetas); empty = none.
+	AnthropicBetas []string `yaml:"anthropic_betas"`
 	// Cloud holds the azure and vertex keys (config/cloud.go).
 	Cloud `yaml:",inline"`
 	// Models lists exact ids and "prefix*" patterns served. nil = any model;
@@ -178,8 +200,7 @@ type Target struct {
 	ModelMap map[string]string `yaml:"model_map"`
 	// Timeout bounds one attempt (a stream: until its first byte). Default 60s.
 	Timeout time.Duration `yaml:"timeout"`
-	// Residency is the target's residency label (README, Proving
-	// residency); "" = none.
+	// Residency is the target's residency label (docs/residency.md); "" = none.
 	Residency string `yaml:"residency"`
 
 	Retry          Retry          `yaml:"retry"`
@@ -207,7 +228,7 @@ type Retry struct {
 	InitialBackoffMs int `yaml:"initial_backoff_ms"`
 }
 
-// CircuitBreaker configures the per-target breaker (README, Routing 7).
+// CircuitBreaker configures the per-target breaker (docs/routing.md, 7).
 type CircuitBreaker struct {
 	// FailureThreshold is the consecutive counted failures that open it.
 	// Default 5.

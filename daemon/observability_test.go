@@ -13,11 +13,11 @@ import (
 	"github.com/switchyard/switchyard/mock"
 )
 
-// TestObservabilityAfterTraffic checks README, Metrics and logs end to end, through the
+// TestObservabilityAfterTraffic checks docs/operations.md, Metrics and logs end to end, through the
 // real server: after a success, a stream, a failover, an open circuit, a
-// 429 and a reload, /metrics carries every series README, Metrics and logs and
+// 429 and a reload, /metrics carries every series docs/operations.md, Metrics and logs and
 // telemetry/METRICS.md promise, and each access line carries every field
-// README, Metrics and logs lists (time to first byte on streams only). No credential
+// docs/operations.md, Metrics and logs lists (time to first byte on streams only). No credential
 // appears in either.
 func TestObservabilityAfterTraffic(t *testing.T) {
 	good := startMock(t, mock.Options{Name: "good", StreamEvents: 3})
@@ -134,7 +134,7 @@ targets:
 		}
 	}
 
-	// Access lines: every README, Metrics and logs field, ttfb on the stream only.
+	// Access lines: every docs/operations.md, Metrics and logs field, ttfb on the stream only.
 	type line struct {
 		RequestID string   `json:"request_id"`
 		Surface   string   `json:"surface"`

@@ -9,7 +9,7 @@ import (
 )
 
 // warnOpen logs a warning when cfg has no client keys and the gateway
-// listens beyond loopback (README, Client keys): whoever reaches the address spends
+// listens beyond loopback (docs/client-keys.md): whoever reaches the address spends
 // every target's credentials and claims any user or metadata route.
 func warnOpen(log zerolog.Logger, bind string, cfg *config.Config) {
 	if cfg.Auth.Enabled() || loopback(bind) {

@@ -11,7 +11,7 @@ import (
 	"github.com/switchyard/switchyard/quota"
 )
 
-// newQuotas builds the quota runtime for cfg (README, Quotas). With
+// newQuotas builds the quota runtime for cfg (docs/quotas.md). With
 // store: redis it connects once; the client (Quotas.Client) is the one
 // everything kept "in the quota store" shares. A Redis that cannot be
 // reached yet is not fatal: requests count in the failure mode until it

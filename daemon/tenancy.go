@@ -5,8 +5,8 @@ import (
 	"github.com/switchyard/switchyard/tenancy"
 )
 
-// attachOwners gives the Gateway its store of response owners (README,
-// Proving residency), kept in the quota store: with quotas.store: redis the
+// attachOwners gives the Gateway its store of response owners (docs/residency.md,
+// Responses stay with their tenant), kept in the quota store: with quotas.store: redis the
 // quota store's client under quotas.redis.key_prefix, shared by every
 // replica; else this process's memory. Used only when the served
 // configuration has client keys. Restart-only, like the quota store.

@@ -1,6 +1,6 @@
 // Package decisions keeps the routing decisions of the last requests in a
 // fixed ring that the hot path fills without a lock or an allocation and
-// the operator's console reads (README, Operator's console).
+// the operator's console reads (docs/console.md).
 //
 // A decision holds what routing decided and how the walk ended: never a
 // header, a body or a credential. Names (client key, targets) are the

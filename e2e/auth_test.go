@@ -18,7 +18,7 @@ import (
 	"github.com/switchyard/switchyard/daemon"
 )
 
-// Client keys of these tests (README, Client keys), issued against the worked example
+// Client keys of these tests (docs/client-keys.md), issued against the worked example
 // (rule 2: user vip → openai; rule 3: tier gold → eu):
 //
 //	acme   bound to user acme and tier standard: can claim neither

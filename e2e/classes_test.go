@@ -14,7 +14,7 @@ import (
 	"github.com/openai/openai-go/v3"
 )
 
-// The failover classes of README, Routing 5 beyond the status codes of
+// The failover classes of docs/routing.md, 5 beyond the status codes of
 // failover_test.go: a transport error, a 408, an attempt timeout, an open
 // circuit, a full queue, and an error event as a stream's first frame.
 // Also: what the client gets when the whole chain fails, and a stream

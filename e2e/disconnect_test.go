@@ -124,7 +124,7 @@ targets:
 // call is running (buffered; a stream whose upstream withholds even its
 // headers; a stream before its first event; a committed stream while the
 // upstream is silent) has the upstream connection closed within the
-// second that README, HTTP surface and headers promises (plus scheduling slack), far before the 15 s attempt timeout; the
+// second that docs/api.md, HTTP surface and headers promises (plus scheduling slack), far before the 15 s attempt timeout; the
 // call is not retried (attempts: 2) nor failed over to the chain's next
 // member, it is counted canceled, and the breaker hears nothing (no timeout
 // counted).

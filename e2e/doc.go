@@ -5,7 +5,7 @@
 // targets; an Anthropic Messages mock and a Bedrock Converse mock written
 // in the tests), and talk to it with the official openai-go client.
 //
-// The suite shows every routing path and failover class of README, Routing from the
+// The suite shows every routing path and failover class of docs/routing.md from the
 // client's side: what the client receives, which upstreams were called,
 // with which model id and which credential.
 package e2e

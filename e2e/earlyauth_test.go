@@ -14,8 +14,8 @@ import (
 // as soon as its header section is in, with and without "Expect:
 // 100-continue", in both body modes (server.reduce_memory_usage false and
 // true): no 100 Continue, and the answer comes though the client sends
-// headers only and declares a body far over what fasthttp pre-reads. A
-// valid key is still invited to send its body.
+// headers only and declares a body far over what fasthttp pre-reads, or a
+// chunked one. A valid key is still invited to send its body.
 func TestKeyRefusedBeforeBody(t *testing.T) {
 	keys := []struct {
 		name, lines, status string
@@ -41,6 +41,14 @@ func TestKeyRefusedBeforeBody(t *testing.T) {
 					if status != k.status {
 						t.Errorf("%s: status %q, want %s before any body byte", name, status, k.status)
 					}
+					name += " chunked"
+					status, first = headersOnly(t, g.addr, path, "Transfer-Encoding: chunked\r\n"+k.lines, expect)
+					if first == "100" {
+						t.Errorf("%s: answered 100 Continue", name)
+					}
+					if status != k.status {
+						t.Errorf("%s: status %q, want %s before any body byte", name, status, k.status)
+					}
 				}
 			}
 		}
@@ -52,8 +60,8 @@ func TestKeyRefusedBeforeBody(t *testing.T) {
 	}
 }
 
-// headersOnly sends a POST's header section (with Content-Length 1 MiB
-// and the given extra lines) and no body, and returns the status of the
+// headersOnly sends a POST's header section (with Content-Length 1 MiB,
+// unless lines declare a chunked body, and the given extra lines) and no body, and returns the status of the
 // final answer and that of the first one (the two differ after a 100
 // Continue, whose final answer is then not waited for: ""). An answer
 // that does not come within 5 s is "".
@@ -69,8 +77,12 @@ func headersOnly(t *testing.T, addr, path, lines string, expect bool) (status, f
 	if expect {
 		ex = "Expect: 100-continue\r\n"
 	}
-	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s%s\r\n",
-		path, 1<<20, ex, lines)
+	length := fmt.Sprintf("Content-Length: %d\r\n", 1<<20)
+	if strings.Contains(lines, "Transfer-Encoding: chunked") {
+		length = ""
+	}
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n%s%s%s\r\n",
+		path, length, ex, lines)
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {

@@ -161,7 +161,7 @@ func TestRepeatedMetadataHeaderIsRefused(t *testing.T) {
 		})
 	}
 	e.wantCalls(t, 0, 0, 0, 0)
-	// Embeddings ignore the header (README, Routing 2), repeated or not.
+	// Embeddings ignore the header (docs/routing.md, 2), repeated or not.
 	c := e.dialRaw(t)
 	emb := `{"model":"gpt-4o-mini","input":"hi"}`
 	c.send(post("/v1/embeddings", host, "X-Gateway-Metadata: x", "X-Gateway-Metadata: y", "Content-Type: application/json",

@@ -118,7 +118,7 @@ func checkAnswer(tally *soakTally, id, model string, stream bool, status int, ct
 	if !stream {
 		if string(body) == chaosBadJSON {
 			// Target c's own malformed 200, relayed byte for byte as
-			// the openai provider's bodies are (README, HTTP surface and headers): complete, if
+			// the openai provider's bodies are (docs/api.md, HTTP surface and headers): complete, if
 			// not what a client hoped for.
 			tally.add("200 relayed garbage")
 			return

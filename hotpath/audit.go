@@ -8,7 +8,7 @@ import (
 )
 
 // codeAuditUnavailable answers a request the audit log could not record in
-// time (README, Proving residency).
+// time (docs/residency.md).
 const codeAuditUnavailable = "audit_unavailable"
 
 // auditRefused answers 503 audit_unavailable, and reports true, when the

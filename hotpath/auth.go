@@ -13,7 +13,7 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// Client keys (README, Client keys). With an auth block every API request and GET
+// Client keys (docs/client-keys.md). With an auth block every API request and GET
 // /v1/models presents a key; the key, not the client's claim, decides the
 // user and the bound metadata entries routing sees, and which models it may
 // ask for. The keys of a State are a map from the key's SHA-256 to what it
@@ -88,10 +88,7 @@ func buildKeys(cfg *config.Config, snap *router.Snapshot) keyring {
 // reports false; the key never appears in an answer. Allocation-free on
 // success.
 func authenticateHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, h *head) (*clientKey, bool) {
-	k, v := h.key, h.verdict
-	if h.keySt != st { // not checked by HeaderReceived, or on an older State
-		k, v = checkKey(st, h)
-	}
+	k, v := checkKey(st, h)
 	if v == keyOK {
 		return k, true
 	}

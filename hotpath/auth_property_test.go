@@ -18,8 +18,8 @@ import (
 // request matches is the one the key's identity selects — the bound user
 // and metadata entries, whatever the request claims, and the request's own
 // fields where the key binds nothing — and a model outside the key's
-// allow-list is refused before routing (README, Client keys). The expected rule is
-// computed here from a plain reading of README, Routing 3 and Client keys, independently of
+// allow-list is refused before routing (docs/client-keys.md). The expected rule is
+// computed here from a plain reading of docs/routing.md, 3 and docs/client-keys.md, independently of
 // router.Bind and router.Match.
 //
 // No upstream is needed: every target serves only "unserved", so each

@@ -349,11 +349,10 @@ func TestAuthMessagesEnvelope(t *testing.T) {
 	}
 }
 
-// TestAuthCarriedCheckFollowsReload: the key check HeaderReceived made
-// before the body is carried to the handler only for the State it was made
-// on: a key a reload revokes while the request's body is in flight is
-// refused, whether the body is streamed to the handler or read whole before
-// it (server.reduce_memory_usage).
+// TestAuthCarriedCheckFollowsReload: the key is checked on the State the
+// request routes on: a key a reload revokes while the request's body is in
+// flight is refused, whether the body is streamed to the handler or read
+// whole before it (server.reduce_memory_usage).
 func TestAuthCarriedCheckFollowsReload(t *testing.T) {
 	revoked := strings.Replace(authYAML, `    - {name: open, sha256: "`+strings.ToUpper(digestOf("sy-open"))+`"}`+"\n", "", 1)
 	if revoked == authYAML {

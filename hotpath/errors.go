@@ -15,8 +15,8 @@ const (
 )
 
 // writeError answers with status and the error envelope of the request's
-// path (see pathSurface): OpenAI's (README, Errors), Anthropic's on the messages
-// paths (README, The Responses API and the Anthropic Messages API). Error paths may allocate; the success path never comes
+// path (see pathSurface): OpenAI's (docs/api.md, Errors), Anthropic's on the messages
+// paths (docs/api.md, The Responses API and the Anthropic Messages API). Error paths may allocate; the success path never comes
 // here.
 func writeError(rc *fasthttp.RequestCtx, status int, message, typ, code string) {
 	writeSurfaceError(rc, pathSurface(rc.URI().PathOriginal()), status, message, typ, code)

@@ -8,9 +8,6 @@ package hotpath
 //     any of the body is read, in both body modes, and the body read then
 //     follows the header's ContentLength: refuseBodyEarly declares a
 //     refused request's body empty so nothing of it is awaited.
-//   - HeaderReceived gets &ctx.Request.Header, so the Request around it is
-//     the one the handler serves: refuseBodyEarly leaves the head it filled
-//     there (requestOf) for the handler to take.
 //   - The errors fasthttp's server meets while reading a request: some are
 //     sentinels, the rest fmt.Errorf texts with fixed parts, which
 //     ClassifyReadError reads (and never repeats: they quote request bytes).
@@ -20,7 +17,6 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"unsafe"
 
 	"github.com/valyala/fasthttp"
 )
@@ -29,7 +25,8 @@ import (
 // client key checkKey refuses: it declares the body empty and the
 // connection to be closed after the answer (the body's bytes, unread, end
 // nowhere known). The handler then refuses the request from its head as
-// always, without waiting for a byte of body, in either body mode
+// always (it checks the key again: HeaderReceived cannot hand it a result),
+// without waiting for a byte of body, in either body mode
 // (server.reduce_memory_usage too). A request sent with "Expect:
 // 100-continue" is refused by expectContinue before that.
 func refuseBodyEarly(hdr *fasthttp.RequestHeader, st *State) {
@@ -42,42 +39,12 @@ func refuseBodyEarly(hdr *fasthttp.RequestHeader, st *State) {
 	}
 	h := headPool.Get().(*head)
 	h.scan(hdr)
-	h.key, h.verdict = checkKey(st, h)
-	h.keySt = st
-	if h.verdict != keyOK {
+	if _, verdict := checkKey(st, h); verdict != keyOK {
 		hdr.SetContentLength(0)
 		hdr.SetConnectionClose()
 	}
-	// The handler takes it from there (headOf): one scan and one hash of
-	// the key per request.
-	requestOf(hdr).SetUserValue(headKey, h)
+	putHead(h)
 }
-
-// headKey is the Request user value key of the head refuseBodyEarly
-// filled; fasthttp resets a request's user values with the request.
-type headKeyType struct{}
-
-var headKey any = headKeyType{}
-
-// headOf returns the head refuseBodyEarly filled for req, or an empty one
-// from the pool; either goes back with putHead.
-func headOf(req *fasthttp.Request) *head {
-	if h, ok := req.UserValue(headKey).(*head); ok && h != nil {
-		req.SetUserValue(headKey, nil) // the handler owns it now
-		return h
-	}
-	return headPool.Get().(*head)
-}
-
-// requestOf returns the Request whose Header hdr is. fasthttp's server
-// calls HeaderReceived with &ctx.Request.Header (pinned by
-// TestHeaderReceivedGetsTheRequestsHeader); the hook's only other caller is
-// a test that passes a Request's Header too.
-func requestOf(hdr *fasthttp.RequestHeader) *fasthttp.Request {
-	return (*fasthttp.Request)(unsafe.Add(unsafe.Pointer(hdr), -int(requestHeaderOffset)))
-}
-
-const requestHeaderOffset = unsafe.Offsetof(fasthttp.Request{}.Header)
 
 // ClassifyReadError returns the class of err, an error fasthttp's server
 // met while reading a request (the ErrorHandler's, or the one it logs as

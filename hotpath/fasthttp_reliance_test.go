@@ -58,47 +58,6 @@ func TestRelianceHeaderReceivedBeforeBody(t *testing.T) {
 	}
 }
 
-// TestHeaderReceivedGetsTheRequestsHeader: HeaderReceived is called with
-// the header of the very Request the handler then serves, in both body
-// modes, so a user value set through requestOf reaches the handler (and the
-// unsafe step back from the header to its Request stays inside that
-// Request), and a new request on the connection starts without it.
-func TestHeaderReceivedGetsTheRequestsHeader(t *testing.T) {
-	for _, stream := range []bool{true, false} {
-		var hooked *fasthttp.RequestHeader
-		n := 0
-		srv := &fasthttp.Server{
-			StreamRequestBody: stream,
-			ReduceMemoryUsage: !stream,
-			HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-				hooked = h
-				if n == 0 {
-					requestOf(h).SetUserValue(headKey, &head{})
-				}
-				n++
-				return fasthttp.RequestConfig{}
-			},
-			Handler: func(rc *fasthttp.RequestCtx) {
-				switch {
-				case hooked != &rc.Request.Header:
-					rc.SetBodyString("other header;")
-				case requestOf(hooked) != &rc.Request:
-					rc.SetBodyString("other request;")
-				case rc.Request.UserValue(headKey) != nil:
-					rc.SetBodyString("carried;")
-				default:
-					rc.SetBodyString("none;")
-				}
-			},
-		}
-		req := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
-		got := serveOne(t, srv, req+req+strings.Replace(req, "HTTP/1.1", "HTTP/1.0", 1))
-		if c := strings.Count(got, "carried;"); c != 1 || strings.Count(got, "none;") != 2 || strings.Contains(got, "other") {
-			t.Errorf("stream=%v: %q, want the first request to carry its value and the two after it none", stream, got)
-		}
-	}
-}
-
 // TestRelianceReadErrorClasses: every malformed request below gets the
 // class ClassifyReadError gave it when it was written (fasthttp's error
 // texts, read for their fixed parts, are still what it reads).

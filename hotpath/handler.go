@@ -23,7 +23,7 @@ const (
 	headerMetadataLower = "x-gateway-metadata"
 )
 
-// route is one path of the HTTP surface (README, HTTP surface and headers).
+// route is one path of the HTTP surface (docs/api.md, HTTP surface and headers).
 type route uint8
 
 const (
@@ -137,7 +137,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	// The head is pooled rather than on this frame: a committed stream is
 	// relayed beneath it, and its 216 bytes would stay on that stack for
 	// the stream's life (TestCommittedStreamStack).
-	hp := headOf(&rc.Request)
+	hp := headPool.Get().(*head)
 	defer putHead(hp)
 	h := hp
 	if why := g.screenRequest(rc, st, h); why != refusedNone {
@@ -152,6 +152,10 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	}
 	if s, ok := r.surface(); ok {
 		if !rc.IsPost() {
+			if g.wantsSocket(rc, r) {
+				g.upgradeSocket(rc, st, h)
+				return
+			}
 			methodNotAllowed(rc, "POST")
 			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
@@ -276,6 +280,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	g.rememberResponse(rc, s, sc.key, &res)
 	if tr != nil {
 		tr.takeQuota(&sc.quota) // settled when the answer ends
+		tr.noteDropped(rc)
 		tr.walkReturned(res)
 	}
 }
@@ -326,7 +331,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		HasTools: p.HasTools,
 	}
 	// Metadata routes chat-like surfaces only; elsewhere the header is
-	// ignored, not even validated (README, Routing 2). The body is checked first,
+	// ignored, not even validated (docs/routing.md, 2). The body is checked first,
 	// so a request with both wrong hears about its body.
 	// It is read from the header section as received (h), and only once.
 	if s.ChatLike() {

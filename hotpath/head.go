@@ -31,13 +31,6 @@ type head struct {
 	auth, apiKey    []byte
 	nParent, nState int
 	parent, state   []byte
-	// keySt is the State the server's HeaderReceived checked the client
-	// key against (key, verdict: what checkKey found), when it did: the
-	// handler then neither scans the section again nor hashes the key
-	// again, unless a reload has changed the State since. nil: not checked.
-	keySt   *State
-	key     *clientKey
-	verdict keyVerdict
 }
 
 // scan fills h from the header section of hdr (RawHeaders), replacing

@@ -99,7 +99,7 @@ const shortString = 32
 
 // skipValue returns the index just past the value that starts at b[i],
 // nested base deep (its containers; 1 for a member of the body), checking
-// only what README, Routing 1 asks of values the gateway does not route on:
+// only what docs/routing.md, 1 asks of values the gateway does not route on:
 // strings terminated, brackets balanced, scalars well-formed.
 func skipValue(b []byte, i, base int) (int, error) {
 	switch b[i] {

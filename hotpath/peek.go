@@ -9,7 +9,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// peek is what routing reads of a request body (README, Routing 1): model, user,
+// peek is what routing reads of a request body (docs/routing.md, 1): model, user,
 // stream and whether tools is non-empty, and nothing else. The body itself
 // is forwarded untouched.
 //
@@ -83,7 +83,7 @@ var (
 // or a key equal to one only under case folding (as encoding/json matches
 // keys), is refused: the upstream might act on the other copy.
 //
-// Of the values not routed on only the structure is checked (README, Routing 1):
+// Of the values not routed on only the structure is checked (docs/routing.md, 1):
 // strings terminated, brackets balanced and nested at most maxBodyDepth
 // deep, top-level scalars well-formed. Strings are skipped with a
 // vectorized search for their closing quote. Every error message is meant

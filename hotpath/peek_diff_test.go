@@ -13,9 +13,9 @@ import (
 // The peek is checked against encoding/json (a conforming decoder, and the
 // one an upstream like Ollama uses): whenever the peek accepts a body,
 // encoding/json decodes the same routing fields from it, and whenever the
-// body breaks what README, Routing 1 asks of it, the peek refuses it.
+// body breaks what docs/routing.md, 1 asks of it, the peek refuses it.
 //
-// refPeek decides what README, Routing 1 asks by itself, the slow and obvious way:
+// refPeek decides what docs/routing.md, 1 asks by itself, the slow and obvious way:
 // a recursive splitter finds the top-level members (strict grammar at the
 // top level and in the messages surface's metadata, brackets, strings and
 // depth elsewhere); encoding/json says which keys it would assign to a

@@ -6,7 +6,7 @@ import (
 )
 
 // The contract of peek.parse(body, messages=true), a Messages API body
-// (README, The Responses API and the Anthropic Messages API): the user is metadata.user_id, and "user" routes nothing. Kept
+// (docs/api.md, The Responses API and the Anthropic Messages API): the user is metadata.user_id, and "user" routes nothing. Kept
 // apart from peek_test.go so it runs against any implementation of parse.
 
 func TestPeekMessagesUser(t *testing.T) {

@@ -148,7 +148,7 @@ func TestPeekRelease(t *testing.T) {
 }
 
 // On the messages surface the user is metadata.user_id, and a top-level
-// "user" routes nothing (README, The Responses API and the Anthropic Messages API).
+// "user" routes nothing (docs/api.md, The Responses API and the Anthropic Messages API).
 func TestPeekMessagesMode(t *testing.T) {
 	accepts := []struct {
 		body, user string

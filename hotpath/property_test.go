@@ -14,9 +14,9 @@ import (
 // rule names (or targets[0] when none matches) that serve its model and
 // surface, in chain order; a non-failover answer is never followed by
 // another call; and every request gets exactly one answer whose status
-// follows from the last upstream answer (README, Routing and Errors).
+// follows from the last upstream answer (docs/routing.md and docs/api.md, Errors).
 //
-// The matched rule is computed here by a linear reading of README, Routing 3,
+// The matched rule is computed here by a linear reading of docs/routing.md, 3,
 // independently of the router.
 
 const propTargets = 5
@@ -42,7 +42,7 @@ type propConfig struct {
 	rules   []propRule
 	targets []propTarget
 	// gen is part of every api_key, so each new configuration is a new
-	// identity with fresh circuits and parks (README, Routing 9); otherwise a few
+	// identity with fresh circuits and parks (docs/routing.md, 9); otherwise a few
 	// 429s and open circuits would decide most of the run.
 	gen int
 }
@@ -135,8 +135,8 @@ func (r propRequest) body() string {
 	return b + "}"
 }
 
-// oracle returns the matched rule (-1: none) and its chain, reading README,
-// Routing 3 literally.
+// oracle returns the matched rule (-1: none) and its chain, reading docs/routing.md,
+// 3 literally.
 func (pc *propConfig) oracle(r propRequest) (int, []int) {
 	chatLike := r.path != "/v1/embeddings"
 	meta := map[string]string{}

@@ -11,7 +11,7 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// Quotas (README, Quotas): the key's limits are checked once its key and
+// Quotas (docs/quotas.md): the key's limits are checked once its key and
 // body are read, before routing; each chain member's as the walk reaches
 // it (upstream.Call.Quota); everything is settled to the reported usage
 // when the answer (or the stream) ends, and refunded when it failed.

@@ -8,8 +8,8 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// fenceFor returns the residency guard of client key k (README, Proving
-// residency): the targets of cfg whose label is one of k's. nil when k has
+// fenceFor returns the residency guard of client key k (docs/residency.md, The
+// guard in the walk): the targets of cfg whose label is one of k's. nil when k has
 // no residency.
 func fenceFor(cfg *config.Config, k *config.ClientKey) *upstream.Fence {
 	if k.Residency == nil {

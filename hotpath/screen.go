@@ -11,7 +11,7 @@ import (
 )
 
 // Screening: what the gateway refuses from a request's head alone, before
-// it routes or reads a body (README "Requests the gateway refuses").
+// it routes or reads a body (docs/api.md, Requests the gateway refuses).
 //
 //   - Framing (RFC 9112 §6.3): a Transfer-Encoding other than a single
 //     final "chunked" (fasthttp takes "identity" as "no body" and would
@@ -42,12 +42,9 @@ const (
 )
 
 // screenRequest reads rc's header section into h (the one pass every later
-// reader uses; already done when h is the one HeaderReceived filled, see
-// headOf) and screens the request against st.
+// reader uses) and screens the request against st.
 func (g *Gateway) screenRequest(rc *fasthttp.RequestCtx, st *State, h *head) refusal {
-	if h.keySt == nil {
-		h.scan(&rc.Request.Header)
-	}
+	h.scan(&rc.Request.Header)
 	return screenHead(rc, st, h, g.onLoopback(rc))
 }
 

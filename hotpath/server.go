@@ -10,7 +10,7 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// Server settings that are not configurable (README, Configuration reference names listen,
+// Server settings that are not configurable (docs/configuration.md, Configuration reference names listen,
 // max_request_bytes, request_timeout and shutdown_timeout; NewServer also
 // takes server.reduce_memory_usage).
 const (
@@ -23,7 +23,7 @@ const (
 	IdleTimeout = 120 * time.Second
 	// ReadBufferSize is the per-connection read buffer, which is also the
 	// largest request head fasthttp accepts. X-Gateway-Metadata alone may
-	// be 4096 bytes (README, Routing 2), and clients send bearer tokens, cookies
+	// be 4096 bytes (docs/routing.md, 2), and clients send bearer tokens, cookies
 	// and tracing headers besides, so the 4 KiB default is too small. Each
 	// idle keep-alive connection holds it, unless server.reduce_memory_usage
 	// is on (see NewServer).
@@ -32,7 +32,7 @@ const (
 	// client (a streamed one: each event, with the target's timeout).
 	ResponseWriteTimeout = 60 * time.Second
 	// FallbackMaxRequestBytes caps a body when no configuration is loaded
-	// (the README, Configuration reference default, 10 MiB).
+	// (docs/configuration.md, Configuration reference default, 10 MiB).
 	FallbackMaxRequestBytes = config.DefaultMaxRequestBytes
 )
 
@@ -164,18 +164,27 @@ func writeReadTimeout(rc *fasthttp.RequestCtx) {
 
 // headerReceived runs as soon as a request's header section is in, before
 // fasthttp reads any of its body: it sets the body limit from the current
-// State, and refuses an API request that presents no valid client key
-// without reading its body (see refuseBodyEarly).
+// State, and refuses an API request with a body over earlyKeyCheckBytes (or
+// chunked) that presents no valid client key without reading that body (see
+// refuseBodyEarly).
 func (g *Gateway) headerReceived(hdr *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	st := g.Load()
 	if st == nil {
 		return fasthttp.RequestConfig{}
 	}
-	if st.keys != nil && hdr.ContentLength() != 0 && hdr.IsPost() {
+	if st.keys != nil && hdr.IsPost() && (hdr.ContentLength() > earlyKeyCheckBytes || hdr.ContentLength() < 0) {
 		refuseBodyEarly(hdr, st)
 	}
 	return fasthttp.RequestConfig{MaxRequestBodySize: st.maxRequestBytes}
 }
+
+// earlyKeyCheckBytes is the largest body whose request headerReceived leaves
+// to the handler to refuse: fasthttp pre-reads that much of a streamed body
+// before the handler runs whatever the key, so refusing a smaller one
+// earlier saves no read, and checking its key in both places would cost a
+// second header scan and SHA-256 on every keyed request (docs/design.md,
+// Refusing a stranger before the body).
+const earlyKeyCheckBytes = 8 << 10
 
 // errorHandler renders an error fasthttp met while reading a request; the
 // connection is closed after the answer. Like every answer it carries an

@@ -10,7 +10,7 @@ import (
 )
 
 // TestLargeHeadersOnKeepAlive sends, on one keep-alive connection, several
-// requests each carrying a 4096-byte X-Gateway-Metadata (the README, Routing 2
+// requests each carrying a 4096-byte X-Gateway-Metadata (docs/routing.md, 2
 // maximum) plus the headers real clients add (bearer token, cookies,
 // tracing, user agent): over 7 KiB of head. Every one must be read whole
 // and routed by its metadata, with server.reduce_memory_usage off (the

@@ -97,7 +97,7 @@ func lowerAll(ss []string) []string {
 	return out
 }
 
-// appendModels appends the /v1/models body (README, Errors) to dst; data is never
+// appendModels appends the /v1/models body (docs/api.md, Choices) to dst; data is never
 // null.
 func appendModels(dst []byte, models []router.ModelInfo, created int64) []byte {
 	dst = append(dst, `{"object":"list","data":[`...)
@@ -168,6 +168,10 @@ type Gateway struct {
 	// Tracer, when set, traces each routed request (package tracing);
 	// nil = off, at no cost. Set before serving.
 	Tracer *tracing.Tracer
+	// ResponsesSocket, when set, serves GET /v1/responses requests that
+	// ask for a WebSocket, once their client key is checked (socket.go);
+	// nil = they get 405 like any GET there. Set before serving.
+	ResponsesSocket SocketUpgrade
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get

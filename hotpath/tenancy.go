@@ -14,7 +14,7 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// Response ownership (README, Proving residency): with client keys, a
+// Response ownership (docs/residency.md): with client keys, a
 // Responses API request may continue only a response its own key created.
 
 // Error codes of response ownership.

@@ -10,7 +10,7 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// Class classifies the outcome of one attempt (README, Routing 5 and 7).
+// Class classifies the outcome of one attempt (docs/routing.md, 5 and 7).
 type Class uint8
 
 // Classes. The zero value is ClassOK.
@@ -42,7 +42,7 @@ const (
 	// ClassSaturated means the member's concurrency queue was full.
 	ClassSaturated
 	// ClassQuota means the member was skipped: no room in its own limits
-	// (README, Quotas).
+	// (docs/quotas.md).
 	ClassQuota
 )
 
@@ -90,6 +90,10 @@ type Endpoint struct {
 	APIVersion string
 	// Project is vertex's Google Cloud project.
 	Project string
+	// AnthropicBetas are the anthropic-beta flags a bedrock target passes
+	// to Claude on the messages surface; nil = the flags Bedrock documents
+	// (BedrockAnthropicBetas), empty = none.
+	AnthropicBetas []string
 	// Token supplies an OAuth 2.0 access token (azure with Entra ID client
 	// credentials, vertex); nil = none.
 	Token *TokenSource
@@ -119,7 +123,7 @@ type Call struct {
 	// Borrowed like Body.
 	TraceParent, TraceState []byte
 	// Quota checks each member's own limits as the walk reaches it; nil =
-	// none (README, Quotas).
+	// none (docs/quotas.md).
 	Quota MemberQuota
 	// Fence is the client key's residency guard (upstream.Fence); nil, or
 	// a nil *upstream.Fence, admits every target. The walk reads it;

@@ -455,7 +455,7 @@ func TestAnthropicMalformedAnswers(t *testing.T) {
 
 // The role chunk of message_start is held back until the first frame with
 // content, so that an error before any content reaches the walk from the
-// first Next with no frame (before the commit: failover-safe, README, Routing 6).
+// first Next with no frame (before the commit: failover-safe, docs/routing.md, 6).
 // Events without content (ping, an empty text block) keep it held; dst's
 // earlier bytes are never touched.
 func TestAnthropicStreamHoldsRoleUntilContent(t *testing.T) {

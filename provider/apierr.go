@@ -2,7 +2,7 @@ package provider
 
 import "github.com/switchyard/switchyard/internal/jsonw"
 
-// Error types and codes of the OpenAI error envelope (README, Errors).
+// Error types and codes of the OpenAI error envelope (docs/api.md, Errors).
 const (
 	TypeInvalidRequest = "invalid_request_error"
 	TypeUpstream       = "upstream_error"

@@ -327,7 +327,7 @@ const maxToolBlocks = 1024
 // frame that carries content (text, a tool call, the finish, the end). The
 // walk commits a stream at the first frame Next returns, so an error
 // before any content is returned with no frame and stays failover-safe
-// (README, Routing 6). Not safe for concurrent use.
+// (docs/routing.md, 6). Not safe for concurrent use.
 type chatStream struct {
 	cw    chunkWriter
 	tools []int16 // content block index → tool call index, -1 = not a tool

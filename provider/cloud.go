@@ -8,7 +8,7 @@ import (
 	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
-// Helpers of the azure, vertex and gemini adapters (README, Providers).
+// Helpers of the azure, vertex and gemini adapters (docs/providers.md).
 // Their bodies are OpenAI's or Anthropic's: they reuse those adapters and
 // change the URL, the credential header and a few classification rules.
 

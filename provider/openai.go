@@ -116,7 +116,7 @@ func (OpenAIAdapter) ClassifyError(status int, _ *fasthttp.ResponseHeader, body 
 	return class, AppendError(nil, msg, typ, code)
 }
 
-// classifyStatus maps a non-2xx HTTP status to its class (README, Routing 5).
+// classifyStatus maps a non-2xx HTTP status to its class (docs/routing.md, 5).
 func classifyStatus(status int) Class {
 	switch {
 	case status == fasthttp.StatusRequestTimeout || status >= 500:

@@ -6,9 +6,9 @@ import (
 
 // Error envelopes by surface. Every surface answers gateway-made errors in
 // OpenAI's envelope except messages, whose clients (the Anthropic SDKs,
-// Claude Code) only understand Anthropic's (README, The Responses API and the Anthropic Messages API).
+// Claude Code) only understand Anthropic's (docs/api.md, The Responses API and the Anthropic Messages API).
 
-// Anthropic error types (README, The Responses API and the Anthropic Messages API).
+// Anthropic error types (docs/api.md, The Responses API and the Anthropic Messages API).
 const (
 	AnthropicInvalidRequest = "invalid_request_error"
 	AnthropicAuthentication = "authentication_error"
@@ -87,7 +87,7 @@ func AppendErrorFrame(dst []byte, s router.Surface, envelope []byte) []byte {
 
 // responsesErrorEvent turns the OpenAI envelope {"error":{…}} into the
 // data of a Responses API error event, {"type":"error","code","message",
-// "param"}, keeping the "error" object (README, Routing 6's frame, on which the
+// "param"}, keeping the "error" object (docs/routing.md, 6's frame, on which the
 // OpenAI SDKs raise an error) beside them. An envelope that does not parse
 // is returned unchanged.
 func responsesErrorEvent(envelope []byte) []byte {

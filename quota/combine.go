@@ -25,7 +25,8 @@ const (
 // and gets its own answer; what is shared is the cost around it: on one
 // core a loopback write(2) costs the gateway about as much as the rest of
 // a check, and a script call costs Redis several times what the check's
-// own arithmetic does (bench/HISTORY.md, session 9).
+// own arithmetic does (bench/HISTORY.md,
+// 2026-12-02 (3feaa22..cd63125)).
 //
 // The first check of a batch leads it: it yields once, so that the
 // goroutines already runnable (requests about to check) can join, then

@@ -1,4 +1,4 @@
-// Package quota enforces rate limits and budgets (README, Quotas): token
+// Package quota enforces rate limits and budgets (docs/quotas.md): token
 // buckets per minute and UTC calendar budgets per day and month, for client
 // keys and targets. Counters live in a Store: Memory (in process, the
 // embedded default) or Redis (shared by every replica, one round trip per

@@ -6,7 +6,7 @@ import (
 )
 
 // BenchmarkMemoryCheck is one key check and its settlement on the memory
-// store (the README's "≤ 1 µs" figure), from every CPU at once.
+// store (the figure in docs/quotas.md, Cost), from every CPU at once.
 func BenchmarkMemoryCheck(b *testing.B) {
 	cfg := testConfig(b, "", `      limits: {requests_per_minute: 1000000000, tokens_per_minute: 1000000000000, tokens_per_day: 1000000000000, spend_per_day_usd: 1000000}`, "")
 	_, p := memQuotas(b, cfg)

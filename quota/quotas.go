@@ -13,7 +13,7 @@ import (
 	"github.com/switchyard/switchyard/config"
 )
 
-// Error codes (README, Quotas; the errors table).
+// Error codes (docs/quotas.md; the table in docs/api.md, Errors).
 const (
 	CodeKeyRateLimited        = "key_rate_limited"
 	CodeKeyBudgetExceeded     = "key_budget_exceeded"

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// KeySpec is what routing needs to know of a client key (README, Client keys): the
+// KeySpec is what routing needs to know of a client key (docs/client-keys.md): the
 // identity it binds and the models it may use. The caller builds a
 // Request for a key's client with Bind.
 type KeySpec struct {
@@ -69,7 +69,7 @@ func boundEntry(bound []Pair, name []byte) bool {
 	return false
 }
 
-// ModelsFor returns the /v1/models list as key k's client sees it (README, Client keys):
+// ModelsFor returns the /v1/models list as key k's client sees it (docs/client-keys.md):
 // the models a request carrying only that model, with k's bindings applied,
 // routes on some surface to a chain member serving it, restricted to k's
 // allow-list. The candidates are those of Models plus the exact ids of the

@@ -7,7 +7,7 @@ import (
 )
 
 // This file holds the reference semantics the compiled Snapshot is checked
-// against: a plain, obviously-correct linear evaluation of README, Routing 3, and
+// against: a plain, obviously-correct linear evaluation of docs/routing.md, 3, and
 // generators of random rule sets and requests shared by the differential
 // tests and the benchmarks.
 
@@ -181,7 +181,7 @@ func genRequest(c chooser) Request {
 	return r
 }
 
-// linearModels is the reference for Models (README, Errors), using linearMatch.
+// linearModels is the reference for Models (docs/api.md, Choices), using linearMatch.
 func linearModels(rules []RuleSpec, targets []TargetSpec) []ModelInfo {
 	ids := map[string]bool{}
 	for _, t := range targets {

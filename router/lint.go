@@ -6,7 +6,7 @@ import (
 )
 
 // Finding is one lint warning: a configuration that loads and routes, but
-// not the way its author probably meant (README, Command line validate).
+// not the way its author probably meant (docs/configuration.md, Command line validate).
 type Finding struct {
 	// Rule is the index of the condition concerned, or -1.
 	Rule int

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// KeyFinding is one lint warning about client keys (README, Client keys).
+// KeyFinding is one lint warning about client keys (docs/client-keys.md).
 type KeyFinding struct {
 	// Rule is the index of the condition concerned, or -1.
 	Rule int

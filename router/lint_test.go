@@ -151,7 +151,7 @@ func TestLintInvalidInput(t *testing.T) {
 	checkFindings(t, got, []wantFinding{{-1, -1, []string{"empty chain"}}})
 }
 
-// TestLintUnreachableModel: README, Command line "a model listed by no reachable
+// TestLintUnreachableModel: docs/configuration.md, Command line "a model listed by no reachable
 // target": an exact id in a target's models that no request for that model
 // can route to the target, whatever its other fields and surface.
 func TestLintUnreachableModel(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
-// Limits on the X-Gateway-Metadata header (README, Routing 2).
+// Limits on the X-Gateway-Metadata header (docs/routing.md, 2).
 const (
 	// MaxMetadataBytes is the largest header value accepted, in bytes.
 	MaxMetadataBytes = 4096
@@ -18,7 +18,7 @@ const (
 	MaxMetadataEntries = 32
 )
 
-// MetadataParser parses X-Gateway-Metadata header values (README, Routing 2) into
+// MetadataParser parses X-Gateway-Metadata header values (docs/routing.md, 2) into
 // Pairs. After warm-up a successful Parse allocates nothing.
 //
 // The zero value is ready to use. A MetadataParser is not safe for concurrent

@@ -255,7 +255,7 @@ func FuzzMetadataParse(f *testing.F) {
 }
 
 // referenceMetadata parses a header with encoding/json, independently of
-// fastjson: ok is false when README, Routing 2 rejects it. Headers with \u escapes
+// fastjson: ok is false when docs/routing.md, 2 rejects it. Headers with \u escapes
 // in the surrogate range are reported as rejected when encoding/json would
 // replace them (it turns a lone surrogate into U+FFFD instead of failing).
 func referenceMetadata(in []byte) (pairs []Pair, ok bool) {

@@ -2,7 +2,7 @@ package router
 
 import "sort"
 
-// computeModels builds the /v1/models list (README, Errors). The candidates are
+// computeModels builds the /v1/models list (docs/api.md, Choices). The candidates are
 // the exact ids (entries without a trailing *) of every target's models
 // list, every target's model_map keys (MappedModels) and the values of
 // model rules. A candidate is listed when, on some

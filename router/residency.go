@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Residency proof (README, Proving residency). For a client key with
+// Residency proof (docs/residency.md). For a client key with
 // residency labels, every target that some request of that key can reach
 // must carry one of them. The requests a key can send are infinite, but
 // routing only ever compares the request's fields with the values the

@@ -172,7 +172,7 @@ func cloneStrings(s []string) []string {
 // r and its chain, or rule -1 and the fallback chain [0] when none matches.
 // The returned chain is owned by the Snapshot and must not be modified.
 //
-// Semantics (README, Routing 3): stream, has_tools and metadata rules match only on
+// Semantics (docs/routing.md, 3): stream, has_tools and metadata rules match only on
 // chat-like surfaces (Surface.ChatLike); a user rule never matches when r.HasUser is false;
 // a metadata rule matches when any entry of r.Metadata has its field and
 // value, byte for byte.
@@ -246,7 +246,7 @@ func (s *Snapshot) ServesSurface(t int, x Surface) bool {
 	return x < NumSurfaces && s.targets[t].Surfaces.Has(x)
 }
 
-// Models returns the /v1/models list (README, Errors): sorted by ID, no
+// Models returns the /v1/models list (docs/api.md, Choices): sorted by ID, no
 // duplicates, never nil. It is computed on each call (a walk over targets
 // and rules, for a caller that builds the answer once per configuration) so
 // the Snapshot does not keep a copy per model; the caller owns the slice.

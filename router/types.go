@@ -1,12 +1,12 @@
 // Package router compiles routing rules into an immutable Snapshot and
-// matches requests against it (README, Routing). It is pure: no I/O, no clock, no
+// matches requests against it (docs/routing.md). It is pure: no I/O, no clock, no
 // logging, and it imports nothing else of the gateway's. Callers translate
 // their configuration into RuleSpec and TargetSpec values.
 package router
 
 import "strconv"
 
-// Surface is an API surface of the gateway (README, HTTP surface and headers).
+// Surface is an API surface of the gateway (docs/api.md, HTTP surface and headers).
 type Surface uint8
 
 // Surfaces.
@@ -26,7 +26,7 @@ const (
 var surfaceNames = [NumSurfaces]string{"chat", "completions", "embeddings", "images", "responses", "messages"}
 
 // ChatLike reports whether s has streaming answers and routes on stream,
-// has_tools and metadata (README, Routing 3): every surface but embeddings and
+// has_tools and metadata (docs/routing.md, 3): every surface but embeddings and
 // images.
 func (s Surface) ChatLike() bool {
 	return s == SurfaceChat || s == SurfaceCompletions || s == SurfaceResponses || s == SurfaceMessages
@@ -59,7 +59,7 @@ const AllSurfaces SurfaceSet = 1<<NumSurfaces - 1
 // Has reports whether s contains surface x.
 func (s SurfaceSet) Has(x Surface) bool { return s&(1<<x) != 0 }
 
-// Key is a condition key (README, Configuration reference).
+// Key is a condition key (docs/configuration.md, Configuration reference).
 type Key uint8
 
 // Condition keys.
@@ -118,8 +118,7 @@ type TargetSpec struct {
 	// /v1/models candidates; they do not change what the target serves.
 	// nil means none.
 	MappedModels []string
-	// Residency is the target's residency label; "" = none (README,
-	// Proving residency).
+	// Residency is the target's residency label; "" = none (docs/residency.md).
 	Residency string
 }
 

@@ -64,7 +64,7 @@ var metricNameRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 // escapes, a float value, no duplicate series, the lines of each family
 // (histogram _bucket/_sum/_count together) contiguous, and every family
 // preceded by exactly one "# HELP name text" (text not empty) and one
-// "# TYPE name type" line (README, Metrics and logs), whose type fits its samples' names.
+// "# TYPE name type" line (docs/operations.md, Metrics and logs), whose type fits its samples' names.
 func parseExposition(t *testing.T, text []byte) []sample {
 	t.Helper()
 	out, err := parseExpositionErr(text)

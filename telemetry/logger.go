@@ -10,7 +10,7 @@ import (
 )
 
 // Log levels and formats accepted by NewLogger (config log.level and
-// log.format, README, Configuration reference).
+// log.format, docs/configuration.md, Configuration reference).
 var (
 	logLevels = map[string]zerolog.Level{
 		"debug": zerolog.DebugLevel,

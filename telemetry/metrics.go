@@ -238,7 +238,7 @@ func (m *Metrics) Handler(rc *fasthttp.RequestCtx) {
 
 // WritePrometheus writes every series to w in the Prometheus text
 // exposition format, each family preceded by its # HELP and # TYPE lines
-// (README, Metrics and logs): counters and histograms, then the gauges computed now
+// (docs/operations.md, Metrics and logs): counters and histograms, then the gauges computed now
 // from the current targets and config state, then process and Go runtime
 // series (go_memstats_mallocs_total among them).
 func (m *Metrics) WritePrometheus(w io.Writer) {

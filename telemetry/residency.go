@@ -1,7 +1,7 @@
 package telemetry
 
-// famResidencyBlocks counts walks the residency guard stopped (README,
-// Proving residency); by construction it stays 0.
+// famResidencyBlocks counts walks the residency guard stopped (docs/residency.md,
+// The guard in the walk); by construction it stays 0.
 const famResidencyBlocks = "switchyard_residency_guard_blocks_total"
 
 func init() {

@@ -1,5 +1,5 @@
 // Package tenancy keeps provider-stored state with the tenant that created
-// it (README, Proving residency): the id of each Responses API answer is
+// it (docs/residency.md): the id of each Responses API answer is
 // remembered for the client key that created it, and a request naming a
 // previous_response_id its key did not create is refused before any
 // upstream call. The store is an interface: an in-process one (the

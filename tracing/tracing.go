@@ -1,6 +1,6 @@
 // Package tracing exports a span per gateway request, with a child span
 // per upstream attempt, to an OpenTelemetry collector over OTLP/HTTP
-// (README, Tracing). Spans carry the GenAI semantic conventions'
+// (docs/console.md, Tracing). Spans carry the GenAI semantic conventions'
 // attributes; an incoming W3C traceparent is their parent; export is
 // batched on the SDK's own goroutine, off the request path.
 //

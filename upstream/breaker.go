@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// BreakerState is a circuit breaker state (README, Routing 7).
+// BreakerState is a circuit breaker state (docs/routing.md, 7).
 type BreakerState uint8
 
 // Breaker states. The zero value is BreakerClosed.

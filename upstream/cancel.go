@@ -10,7 +10,7 @@ import (
 )
 
 // A client that goes away while its request waits for a limiter slot or an
-// upstream call cancels that wait or call within a second (README, Metrics and logs): the
+// upstream call cancels that wait or call within a second (docs/operations.md, Metrics and logs): the
 // upstream connection is closed, nothing is retried or failed over, the
 // breaker hears a neutral outcome, and the attempt is counted canceled.
 //

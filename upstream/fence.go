@@ -2,7 +2,7 @@ package upstream
 
 import "github.com/valyala/fasthttp"
 
-// Fence is the residency guard (README, Proving residency): the set of
+// Fence is the residency guard (docs/residency.md): the set of
 // targets, by Target.Index, a client key's requests may reach: those whose
 // residency label is one of the key's. The walk checks it before each
 // member, independently of the load-time proof that makes it redundant.

@@ -7,7 +7,7 @@ import (
 	"github.com/switchyard/switchyard/internal/byteconv"
 )
 
-// Park holds a target out of rotation after a 429 (README, Routing 8). It stores
+// Park holds a target out of rotation after a 429 (docs/routing.md, 8). It stores
 // one deadline; being parked is "now is before the deadline", checked
 // lazily, with no timer. The zero Park is not parked. Safe for concurrent
 // use; Parked is one atomic load and allocates nothing.
@@ -38,7 +38,7 @@ func (p *Park) Remaining(now time.Time) time.Duration {
 	return max(time.Duration(p.until.Load()-now.UnixNano()), 0)
 }
 
-// Park durations (README, Routing 8).
+// Park durations (docs/routing.md, 8).
 const (
 	// MaxPark caps a park taken from Retry-After.
 	MaxPark = 60 * time.Second

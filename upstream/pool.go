@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,7 +44,7 @@ const (
 // Pool keeps the mutable per-target state — HostClient (with its keep-alive
 // connections), Breaker, Park and Limiter — keyed by target identity:
 // provider, base URL and a SHA-256 of the credentials. A reload that keeps
-// a target's identity keeps its state (README, Routing 9), whatever its name.
+// a target's identity keeps its state (docs/routing.md, 9), whatever its name.
 // Targets of one config that share an identity share that state (they are
 // the same upstream deployment); their settings should agree, else the one
 // built last wins. Safe for concurrent use.
@@ -125,6 +126,7 @@ func (p *Pool) Target(ct *config.Target) (*Target, error) {
 			AWSAccessKeyID:     ct.AWSAccessKeyID,
 			AWSSecretAccessKey: ct.AWSSecretAccessKey,
 			AWSSessionToken:    ct.AWSSessionToken,
+			AnthropicBetas:     slices.Clone(ct.AnthropicBetas),
 			APIVersion:         ct.AzureAPIVersion,
 			Project:            ct.Project,
 		},

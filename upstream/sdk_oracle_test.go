@@ -136,8 +136,8 @@ func TestSDKOracleVertexClaude(t *testing.T) {
 	gwReq, gwBody := m.last()
 	sameRequest(t, "vertex messages", sdkReq, gwReq)
 	// The SDK derives anthropic_version from its own anthropic-version
-	// header; the gateway sends the value Vertex documents (README,
-	// Providers). Every other field must match.
+	// header; the gateway sends the value Vertex documents (docs/providers.md,
+	// Choices). Every other field must match.
 	var sdkFields map[string]any
 	if err := json.Unmarshal(sdkBody, &sdkFields); err != nil || sdkFields["anthropic_version"] == nil {
 		t.Fatalf("SDK body without anthropic_version: %s", sdkBody)

@@ -168,7 +168,7 @@ func TestMessagesFailuresNonStream(t *testing.T) {
 	}
 }
 
-// The walk's final errors on messages are Anthropic-shaped with README, Errors's
+// The walk's final errors on messages are Anthropic-shaped with docs/api.md, Errors's
 // status.
 func TestMessagesWalkErrorsAnthropicShaped(t *testing.T) {
 	h := newHarness(t)

@@ -12,7 +12,7 @@ import (
 // Its exported fields are immutable after construction and safe to read
 // concurrently; its resilience state (breaker, park, limiter, HostClient)
 // is shared with every other Target of the same identity in the same Pool,
-// including Targets built from earlier configs (README, Routing 9).
+// including Targets built from earlier configs (docs/routing.md, 9).
 type Target struct {
 	// Name is the target's virtual_key.
 	Name string
@@ -48,7 +48,7 @@ type RetryPolicy struct {
 	// OnStatusCodes, when non-empty, replaces the default retryable status
 	// set (408, 5xx). Transport errors and timeouts always retry. A 429 is
 	// never retried on the same member, listed or not: it parks the target
-	// (README, Routing 8) and the walk moves on, so README, Configuration reference's "429" in the default
+	// (docs/routing.md, 8) and the walk moves on, so docs/configuration.md, Configuration reference's "429" in the default
 	// set has no effect by design.
 	OnStatusCodes []int
 	// InitialBackoff is the first backoff ceiling; it doubles per retry and

@@ -14,7 +14,7 @@ import (
 	"github.com/switchyard/switchyard/provider"
 )
 
-// Response headers set by Walk on every proxied response (README, HTTP surface and headers). The hot
+// Response headers set by Walk on every proxied response (docs/api.md, HTTP surface and headers). The hot
 // path sets X-Gateway-Rule and X-Request-Id itself.
 const (
 	HeaderTarget   = "X-Gateway-Target"
@@ -103,7 +103,7 @@ func (NopObserver) Failover(*Target, Class) {}
 func (NopObserver) StreamEnd(Result, time.Duration) {}
 
 // Walk sends call to the members of chain in order (retrying, parking and
-// failing over as README, Routing 5 says) and writes the final answer into
+// failing over as docs/routing.md, 5 says) and writes the final answer into
 // rc's response with the X-Gateway-* headers. chain holds only the
 // candidates for the model and surface: Walk never calls anything else.
 // deadline is the request deadline; obs may be nil. A committed stream is
@@ -601,7 +601,7 @@ func setModelHeader(h *fasthttp.ResponseHeader, model []byte) {
 	h.SetCanonical(headerModel, model)
 }
 
-// fail writes the final error of a walk that found no answer (README, Errors), in
+// fail writes the final error of a walk that found no answer (docs/api.md, Errors), in
 // the envelope of the call's surface.
 func (w *walk) fail() {
 	o := w.last

@@ -18,8 +18,9 @@ import (
 	"github.com/switchyard/switchyard/audit"
 )
 
-// The feature blocks (README: Client keys, Quotas, Residency, Audit log,
-// Tracing, Admin console) appended to the 1-rule config. The Redis row's
+// The feature blocks (client keys, quotas, residency, the audit log, tracing,
+// the console: docs/client-keys.md, docs/quotas.md, docs/residency.md,
+// docs/console.md) appended to the 1-rule config. The Redis row's
 // store timeout is 1s, not the default 50ms: on a loaded machine a slower
 // round trip switches the gateway to the local fallback (counted in
 // memory), and the row would measure that instead of Redis.

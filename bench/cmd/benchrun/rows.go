@@ -45,7 +45,7 @@ type row struct {
 }
 
 // cost holds a feature row to a target against the same configuration
-// without the feature (README: Quotas, Proving residency): CPU/request at
+// without the feature (docs/quotas.md, docs/residency.md): CPU/request at
 // most maxCPU, or throughput at least minTput; 0 reports without a target.
 type cost struct {
 	without         *row
