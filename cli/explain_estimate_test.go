@@ -65,3 +65,23 @@ func TestExplainShowsEstimate(t *testing.T) {
 		t.Fatal("an estimate line for a key the config does not have")
 	}
 }
+
+// TestValidateWarnsAboutCachePrices: a price without the cache prices its
+// provider bills is a validate warning naming the target and the model,
+// located at the price's line; -strict fails on it; with them, none.
+func TestValidateWarnsAboutCachePrices(t *testing.T) {
+	cfg := strings.Replace(estimateConfig, `{input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}`, `{input: 3, output: 15, cache_read: 0.3}`, 1)
+	path := writeConfig(t, "gw.yaml", cfg)
+	code, out, _ := run(t, "validate", "-config", path)
+	want := `warning: ` + path + `:11:14: targets[0].prices["claude-*"]: target "anthropic" prices model "claude-*" without cache_write: cache writes are charged at its input price ($3 per 1M tokens)`
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("exit %d:\n%s\nwant %s", code, out, want)
+	}
+	if code, out, _ := run(t, "validate", "-strict", "-config", path); code != ExitFail {
+		t.Fatalf("-strict: exit %d:\n%s", code, out)
+	}
+	path = writeConfig(t, "ok.yaml", estimateConfig)
+	if code, out, _ := run(t, "validate", "-strict", "-config", path); code != 0 || strings.Contains(out, "warning") {
+		t.Fatalf("with cache prices: exit %d:\n%s", code, out)
+	}
+}

@@ -33,7 +33,7 @@ func (k *ClientKey) CountsCacheReads() bool {
 // warning, an error with -strict): a price without cache_read, whose
 // cache reads are then charged at the input price, and on a provider
 // that reports cache writes apart (anthropic, bedrock, vertex) one
-// without cache_write. Col is left 0 for the caller to fill in.
+// without cache_write. Each is located at the price's model key.
 func (c *Config) PriceWarnings() []Problem {
 	var out []Problem
 	for i := range c.Targets {
@@ -57,11 +57,11 @@ func (c *Config) PriceWarnings() []Problem {
 			default:
 				continue
 			}
-			line := pr.Line
+			line, col := pr.Line, pr.Col
 			if line == 0 {
-				line = t.Line
+				line, col = t.Line, 0
 			}
-			out = append(out, Problem{File: c.File, Line: line, Path: fmt.Sprintf("targets[%d].prices[%q]", i, m),
+			out = append(out, Problem{File: c.File, Line: line, Col: col, Path: fmt.Sprintf("targets[%d].prices[%q]", i, m),
 				Message: fmt.Sprintf("target %q prices model %q without %s charged at its input price ($%g per 1M tokens); give the provider's cache prices",
 					t.VirtualKey, m, missing, pr.Input)})
 		}

@@ -89,9 +89,9 @@ func TestPriceWarnings(t *testing.T) {
 		got = append(got, p.String())
 	}
 	want := []string{
-		`c.yaml:14:0: targets[0].prices["gpt-4o-mini"]: target "openai" prices model "gpt-4o-mini" without cache_read: cache reads are charged at its input price ($0.15 per 1M tokens); give the provider's cache prices`,
-		`c.yaml:21:0: targets[1].prices["claude-haiku-4-5"]: target "anthropic" prices model "claude-haiku-4-5" without cache_write: cache writes are charged at its input price ($1 per 1M tokens); give the provider's cache prices`,
-		`c.yaml:28:0: targets[2].prices["claude-*"]: target "bedrock" prices model "claude-*" without cache_read and cache_write: cache reads and cache writes are charged at its input price ($3 per 1M tokens); give the provider's cache prices`,
+		`c.yaml:14:7: targets[0].prices["gpt-4o-mini"]: target "openai" prices model "gpt-4o-mini" without cache_read: cache reads are charged at its input price ($0.15 per 1M tokens); give the provider's cache prices`,
+		`c.yaml:21:7: targets[1].prices["claude-haiku-4-5"]: target "anthropic" prices model "claude-haiku-4-5" without cache_write: cache writes are charged at its input price ($1 per 1M tokens); give the provider's cache prices`,
+		`c.yaml:28:7: targets[2].prices["claude-*"]: target "bedrock" prices model "claude-*" without cache_read and cache_write: cache reads and cache writes are charged at its input price ($3 per 1M tokens); give the provider's cache prices`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

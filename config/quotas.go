@@ -108,8 +108,8 @@ type Price struct {
 	// HasCacheRead and HasCacheWrite say which cache prices were given.
 	HasCacheRead  bool `yaml:"-"`
 	HasCacheWrite bool `yaml:"-"`
-	// Line is the 1-based line of the price in the file (0 if unknown).
-	Line int `yaml:"-"`
+	// Line and Col locate the price's model key in the file (0 if unknown).
+	Line, Col int `yaml:"-"`
 }
 
 // CacheReadUSD returns the price of a cache read: CacheRead, else Input.
@@ -193,7 +193,7 @@ func (d *decoder) decodePrices(n ast.Node, path string, dst *map[string]Price) {
 			d.problemf(ep, "%s is not a model id or prefix* pattern; want one such as \"gpt-4o\" or \"gpt-5*\"", quoteShort(e.key))
 		}
 		f := d.fields(e.val, ep, "a price", priceKeys...)
-		p := Price{Line: e.keyPos.line}
+		p := Price{Line: e.keyPos.line, Col: e.keyPos.col}
 		d.setUSD(f, ep, "input", &p.Input)
 		d.setUSD(f, ep, "output", &p.Output)
 		d.setUSD(f, ep, "cache_read", &p.CacheRead)
