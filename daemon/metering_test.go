@@ -284,6 +284,24 @@ func TestMeteringCachedAgent(t *testing.T) {
 				!strings.Contains(a.body, "request too large for this key's tokens_per_minute: limit 5000, requested 11000") {
 				t.Fatalf("too large: %d %s (Retry-After %q)", a.status, a.body, a.header.Get("Retry-After"))
 			}
+			// It took nothing: the headers say the bucket is full.
+			if a.header.Get("anthropic-ratelimit-tokens-limit") != "5000" || a.header.Get("anthropic-ratelimit-tokens-remaining") != "5000" {
+				t.Fatalf("rate-limit headers beside a request too large: %v", a.header)
+			}
+			// On chat, OpenAI's envelope and code.
+			req, _ := http.NewRequest("POST", baseB+"/v1/chat/completions", strings.NewReader(
+				`{"model":"claude-sonnet-4-6","max_tokens":1000,"messages":[{"role":"user","content":"`+strings.Repeat("x", 40000)+`"}]}`))
+			req.Header.Set("Authorization", "Bearer "+smallKey)
+			resp, err := cl.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chatBody, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "" || !strings.Contains(string(chatBody), `"code":"key_rate_limited"`) ||
+				!strings.Contains(string(chatBody), "request too large for this key's tokens_per_minute") || resp.Header.Get("x-ratelimit-remaining-tokens") != "5000" {
+				t.Fatalf("too large on chat: %d %s %v", resp.StatusCode, chatBody, resp.Header)
+			}
 			if up.calls.Load() != calls {
 				t.Fatal("a request too large reached the upstream")
 			}
