@@ -197,6 +197,9 @@ func ExplainData(cfg *config.Config, q ExplainRequest) (*Explanation, error) {
 		if l := keyLimitsLine(cfg, key.Name); l != "" {
 			x.printf("%s", l)
 		}
+		if l := estimateLine(cfg, key.Name); l != "" {
+			x.printf("%s", l)
+		}
 		if !e.Key.ModelAllowed {
 			e.Request = requestRead(&req, set, *metadata)
 			x.printf("request: %s", describeRequest(&req, set, *metadata))

@@ -117,7 +117,7 @@ func memberPrice(t *config.Target, model string) *Price {
 	if !ok {
 		return nil
 	}
-	return &Price{Input: p.Input, Output: p.Output}
+	return &Price{Input: p.Input, Output: p.Output, CacheRead: p.CacheReadUSD(), CacheWrite: p.CacheWriteUSD()}
 }
 
 // formOf is how target t serves surface s for the model id sent upstream,

@@ -131,6 +131,11 @@ type ChainMember struct {
 type Price struct {
 	Input  float64 `json:"input"`
 	Output float64 `json:"output"`
+	// CacheRead and CacheWrite are what the cache's tokens are charged:
+	// the price's cache_read and cache_write, or Input where it gives none
+	// (docs/quotas.md, Cached tokens).
+	CacheRead  float64 `json:"cache_read"`
+	CacheWrite float64 `json:"cache_write"`
 }
 
 // Outcome is what a walk over healthy members gives.

@@ -258,7 +258,7 @@ func TestExplainJSONCloud(t *testing.T) {
 		t.Errorf("outcome %+v key %+v", e.Outcome, e.Key)
 	}
 	e = explainJSON(t, path, "-model", "claude-x", "-key", "k1")
-	if m := e.Members; len(m) != 3 || m[0].ModelSent != "claude-x@2025" || m[2].Price == nil || *m[2].Price != (Price{Input: 3, Output: 15}) ||
+	if m := e.Members; len(m) != 3 || m[0].ModelSent != "claude-x@2025" || m[2].Price == nil || *m[2].Price != (Price{Input: 3, Output: 15, CacheRead: 3, CacheWrite: 3}) ||
 		m[2].Limits["requests_per_minute"] != 5 || m[0].Price != nil {
 		t.Errorf("members %+v", m)
 	}

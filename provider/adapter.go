@@ -143,7 +143,8 @@ type Guard interface {
 type MemberQuota interface {
 	// Enter reserves room on member target for this request (giving back
 	// what the member reached before held); false: skip it, with the
-	// soonest wait until a skipped member has room.
+	// soonest wait until a skipped member has room (-1: none ever will,
+	// each one's token limit being smaller than the request).
 	Enter(target string) (wait time.Duration, ok bool)
 }
 

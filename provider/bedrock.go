@@ -305,21 +305,7 @@ func (bedrockAdapter) TranslateResponse(dst, body []byte, c *Call) ([]byte, erro
 		}
 	}
 	stop, _ := jsonStr(v.Get("stopReason"))
-	return w.end(finishReason(stop), bedrockUsage(v.Get("usage"))), nil
-}
-
-// bedrockUsage reads a Converse usage object. inputTokens excludes cached
-// tokens; OpenAI's prompt_tokens includes them.
-func bedrockUsage(u *fastjson.Value) usage {
-	if u == nil {
-		return usage{}
-	}
-	cached := u.GetInt64("cacheReadInputTokens")
-	return usage{
-		prompt:     u.GetInt64("inputTokens") + u.GetInt64("cacheWriteInputTokens") + cached,
-		completion: u.GetInt64("outputTokens"),
-		cached:     cached,
-	}
+	return w.end(finishReason(stop), parsedUsage(v.Get("usage"))), nil
 }
 
 // ClassifyError reads the error type from the x-amzn-ErrorType header (or

@@ -46,6 +46,13 @@ type Info struct {
 	Keys []string
 	// Adapter speaks the provider's protocol.
 	Adapter Adapter
+	// CacheWrites: the provider's answers count prompt-cache writes apart,
+	// billed at their own price; a price for it without cache_write is a
+	// validate warning (docs/quotas.md, Cached tokens).
+	CacheWrites bool
+	// CountsCacheReads: the provider's own token rate limits count cache
+	// reads, the default of a target's limits.count_cache_reads.
+	CountsCacheReads bool
 }
 
 // The surfaces each provider serves: its native ones, plus every client
@@ -59,22 +66,24 @@ var (
 // table lists every provider, in the order problems name them.
 var table = [...]Info{
 	{Name: OpenAI, Adapter: OpenAIAdapter{}, Surfaces: allSurfacesOpenAI, DefaultBaseURL: "https://api.openai.com/v1",
-		EnvBaseURL: "OPENAI_BASE_URL", EnvAPIKey: "OPENAI_API_KEY", Keys: []string{"api_key"}},
+		EnvBaseURL: "OPENAI_BASE_URL", EnvAPIKey: "OPENAI_API_KEY", Keys: []string{"api_key"}, CountsCacheReads: true},
 	{Name: Anthropic, Adapter: anthropicAdapter{}, Surfaces: chatAndTranslated | 1<<router.SurfaceMessages, DefaultBaseURL: "https://api.anthropic.com",
-		EnvBaseURL: "ANTHROPIC_BASE_URL", EnvAPIKey: "ANTHROPIC_API_KEY", Keys: []string{"api_key"}},
+		EnvBaseURL: "ANTHROPIC_BASE_URL", EnvAPIKey: "ANTHROPIC_API_KEY", Keys: []string{"api_key"}, CacheWrites: true},
 	{Name: Bedrock, Adapter: bedrockAdapter{}, Surfaces: chatAndTranslated | 1<<router.SurfaceMessages,
 		EnvBaseURL: "BEDROCK_BASE_URL", EnvAPIKey: "BEDROCK_API_KEY",
-		Keys: []string{"api_key", "region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "anthropic_betas"}},
+		Keys:        []string{"api_key", "region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "anthropic_betas"},
+		CacheWrites: true},
 	{Name: Azure, Adapter: azureAdapter{}, Surfaces: allSurfacesOpenAI,
 		EnvBaseURL: "AZURE_OPENAI_BASE_URL", EnvAPIKey: "AZURE_OPENAI_API_KEY",
 		Keys: []string{"api_key", "azure_api_version", "azure_deployment_type", "azure_tenant_id",
-			"azure_client_id", "azure_client_secret", "azure_authority"}},
+			"azure_client_id", "azure_client_secret", "azure_authority"},
+		CountsCacheReads: true},
 	{Name: Vertex, Adapter: vertexAdapter{}, Surfaces: chatAndTranslated | 1<<router.SurfaceMessages,
 		EnvBaseURL: "VERTEX_BASE_URL",
-		Keys:       []string{"project", "region", "credentials_file", "credentials_json"}},
+		Keys:       []string{"project", "region", "credentials_file", "credentials_json"}, CacheWrites: true},
 	{Name: Gemini, Adapter: geminiAdapter{}, Surfaces: chatAndTranslated | 1<<router.SurfaceEmbeddings,
 		DefaultBaseURL: "https://generativelanguage.googleapis.com/v1beta/openai",
-		EnvBaseURL:     "GEMINI_BASE_URL", EnvAPIKey: "GEMINI_API_KEY", Keys: []string{"api_key"}},
+		EnvBaseURL:     "GEMINI_BASE_URL", EnvAPIKey: "GEMINI_API_KEY", Keys: []string{"api_key"}, CountsCacheReads: true},
 }
 
 // The surfaces of each provider, from the table: what the adapters'

@@ -231,6 +231,10 @@ func envelopeFields(env []byte) (msg, typ, code string) {
 	return string(m), string(ty), string(co)
 }
 
+// AnswerUsage implements UsageReader: the upstream's answer is the inner
+// adapter's, read as it reads it.
+func (t *translated) AnswerUsage(body []byte) (Usage, bool) { return AnswerUsage(t.inner, body) }
+
 // TranslateResponse implements Adapter: the inner adapter's chat answer,
 // translated into the client API's.
 func (t *translated) TranslateResponse(dst, body []byte, c *Call) ([]byte, error) {

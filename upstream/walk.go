@@ -52,10 +52,11 @@ type Result struct {
 	// non-streamed answer, without reading the clock again (translating a
 	// success for the client, microseconds, comes after it).
 	End time.Time
-	// Usage is the token usage of a successful answer, as the client
-	// receives it (ReadUsage of the answer; for a stream, the decoder's last
-	// usage event, reported to Observer.StreamEnd of a stream that ended
-	// ClassOK). The zero value: none reported.
+	// Usage is the token usage of a successful answer, read from the
+	// provider's own fields (provider.AnswerUsage of the upstream's body;
+	// for a stream, the decoder's last usage event, reported to
+	// Observer.StreamEnd of a stream that ended ClassOK). The zero value:
+	// none reported.
 	Usage Usage
 	// Fenced is true when the residency guard (Call.Fence) stopped the
 	// walk before calling Target: answered 500 internal_error.
@@ -166,7 +167,8 @@ type walk struct {
 	// minPark is the shortest remaining park among the members skipped as
 	// parked or parked by this walk; -1 = none.
 	minPark time.Duration
-	// quotaWait is the soonest a member skipped for its quota has room.
+	// quotaWait is the soonest a member skipped for its quota has room;
+	// -1 while none will (none skipped, or each too small for the request).
 	quotaWait time.Duration
 	// pending is true while an attempt holds a breaker ticket it has not
 	// reported yet (see attempt).
@@ -203,7 +205,7 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 	// streamed in for seconds since then, and park, breaker and attempt
 	// deadlines need the present.
 	now := clk.now()
-	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1}
+	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1, quotaWait: -1}
 	defer w.releaseGuard()
 	defer call.ReleaseTranslation()
 	w.last.class = ClassCircuitOpen // an empty chain answers 503, like all-open
@@ -258,7 +260,7 @@ func (w *walk) member(t *Target) bool {
 	if q := w.call.Quota; q != nil {
 		if wait, ok := q.Enter(t.Name); !ok {
 			w.obs.Skip(t, ClassQuota)
-			if w.last.class != ClassQuota || wait < w.quotaWait {
+			if wait >= 0 && (w.quotaWait < 0 || wait < w.quotaWait) {
 				w.quotaWait = wait // the soonest any skipped member has room
 			}
 			w.last = outcome{class: ClassQuota}
@@ -530,9 +532,11 @@ func (w *walk) attempt(t *Target, ad Adapter, model []byte, ticket Ticket) (o ou
 		return o, false
 	}
 	w.done(t, ticket, outcome{class: ClassOK, status: status}, t0)
-	// The usage the client is told is the usage counted: read from the
-	// translated answer, so every provider is read the same way.
-	w.res.Usage, _ = ReadUsage(out)
+	// The usage counted is read from the provider's own answer, in its own
+	// names (docs/quotas.md, Cached tokens): the client's shape may have
+	// no field for a part of it (cache writes, on chat translated from
+	// Anthropic). The translated answer reports the same numbers.
+	w.res.Usage, _ = provider.AnswerUsage(ad, src)
 	w.rc.Response.SwapBody(t.redact(out))
 	w.rc.SetStatusCode(status)
 	w.rc.SetContentType("application/json")
@@ -691,6 +695,12 @@ func (w *walk) fail() {
 		}
 	case ClassQuota:
 		status = fasthttp.StatusTooManyRequests
+		if w.quotaWait < 0 {
+			// Each candidate's own token limit is smaller than the request:
+			// no wait would let it through.
+			body = gateway("the request is larger than the token limit of every candidate target", TypeRateLimit, CodeTargetQuota)
+			break
+		}
 		secs := int64((w.quotaWait + time.Second - 1) / time.Second)
 		rc.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, strconv.AppendInt(nil, max(secs, 1), 10))
 		body = gateway("every candidate target is out of its own quota", TypeRateLimit, CodeTargetQuota)
