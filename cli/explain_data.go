@@ -131,3 +131,15 @@ func formOf(t *config.Target, s router.Surface, upstreamModel string) provider.F
 		APIVersion: t.AzureAPIVersion, Project: t.Project}
 	return provider.FormOf(info.Adapter, &ep, s, []byte(upstreamModel))
 }
+
+// countTokensForm is how target t answers POST /v1/messages/count_tokens
+// for upstreamModel on the messages surface: "native" (the provider
+// counts) or "estimate" (the gateway does); "" on other surfaces.
+func countTokensForm(t *config.Target, s router.Surface, upstreamModel string) string {
+	info := provider.Lookup(t.Provider)
+	if info == nil || s != router.SurfaceMessages {
+		return ""
+	}
+	ep := provider.Endpoint{APIVersion: t.AzureAPIVersion}
+	return provider.CountTokensForm(info.Adapter, &ep, []byte(upstreamModel)).String()
+}

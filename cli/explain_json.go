@@ -103,8 +103,12 @@ type ChainMember struct {
 	// natively or translated (Form is not none).
 	ServesSurface bool `json:"serves_surface"`
 	// Form is native, translated or none: how the member serves the
-	// surface.
+	// surface (provider.FormOf, the form the walk takes).
 	Form string `json:"form"`
+	// CountTokensForm is how the member answers count_tokens on the
+	// messages surface: native, or estimate (the gateway's own, no
+	// upstream call); "" (left out) on other surfaces.
+	CountTokensForm string `json:"count_tokens_form,omitempty"`
 	// ModelSent is the model id sent upstream, after the member's
 	// model_map.
 	ModelSent string `json:"model_sent"`

@@ -27,14 +27,6 @@ func (anthropicAdapter) Surfaces() router.SurfaceSet { return anthropicSurfaces 
 // included (see PrepareURIs).
 func (anthropicAdapter) uriPaths() []string { return messagesAdapter{}.uriPaths() }
 
-// forSurface implements surfaceAdapter: messages is the pass-through.
-func (a anthropicAdapter) forSurface(s router.Surface) Adapter {
-	if s == router.SurfaceMessages {
-		return messagesAdapter{}
-	}
-	return a
-}
-
 // BuildRequest translates the client's chat body into a Messages request.
 func (anthropicAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, upstreamModel []byte) error {
 	if c.Surface != router.SurfaceChat {

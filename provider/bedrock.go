@@ -34,17 +34,9 @@ func newBedrockAdapter() Adapter { return bedrockAdapter{} }
 // and caches derived signing keys.
 var sigv4 = v4.NewSigner()
 
-// Surfaces reports chat, and messages (bedrock_messages.go).
+// Surfaces reports chat, messages (natively for Claude models:
+// bedrock_messages.go) and the client APIs served over chat.
 func (bedrockAdapter) Surfaces() router.SurfaceSet { return bedrockSurfaces }
-
-// forSurface implements surfaceAdapter: messages goes through
-// bedrockMessages, which picks by model.
-func (a bedrockAdapter) forSurface(s router.Surface) Adapter {
-	if s == router.SurfaceMessages {
-		return bedrockMessages{signer: a}
-	}
-	return a
-}
 
 // BuildRequest translates the chat body into a Converse request and adds
 // the credential: a Bedrock API key as a bearer token, else a SigV4

@@ -269,7 +269,8 @@ func TestUsageMatchesSDKs(t *testing.T) {
 			if got, ok := AnswerUsage(tc.a, []byte(tc.wire)); !ok || got != tc.want {
 				t.Fatalf("read %+v %v; the SDK reads %+v", got, ok, tc.want)
 			}
-			out, err := AdapterOfSurface(tc.a, tc.surface).TranslateResponse(nil, []byte(tc.wire),
+			ad, _ := Pick(tc.a, &Endpoint{}, tc.surface, false, []byte("m"))
+			out, err := ad.TranslateResponse(nil, []byte(tc.wire),
 				&Call{Surface: tc.surface, Model: []byte("m"), Body: []byte(`{"model":"m"}`)})
 			if err != nil {
 				t.Fatal(err)
@@ -321,7 +322,8 @@ func TestUsageMatchesSDKs(t *testing.T) {
 		{"bedrock converse stream on chat (translated)", bedrockAdapter{}, router.SurfaceChat, frames, bedrock, clientChatStream},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, got := decodeStream(t, AdapterOfSurface(tc.a, tc.surface), tc.surface, tc.wire)
+			ad, _ := Pick(tc.a, &Endpoint{}, tc.surface, false, []byte("m"))
+			out, got := decodeStream(t, ad, tc.surface, tc.wire)
 			if got != tc.want {
 				t.Fatalf("read %+v; the SDK reads %+v", got, tc.want)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard/switchyard/internal/byteconv"
 	"github.com/switchyard/switchyard/provider"
+	"github.com/switchyard/switchyard/provider/translate"
 )
 
 // Response headers set by Walk on every proxied response (docs/api.md, HTTP surface and headers). The hot
@@ -206,6 +207,7 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 	now := clk.now()
 	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1, quotaWait: -1}
 	defer w.releaseGuard()
+	defer call.ReleaseTranslation()
 	w.last.class = ClassCircuitOpen // an empty chain answers 503, like all-open
 	for i, t := range chain {
 		if i > 0 {
@@ -232,6 +234,15 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 func (w *walk) member(t *Target) bool {
 	if f := w.call.Fence; f != nil && !f.Admits(t.Index) {
 		return w.fenced(t) // the residency guard: never called
+	}
+	// The member's adapter for this surface and model: native, translated
+	// or, for count_tokens, the gateway's own estimate (provider.Pick, as
+	// explain shows it).
+	model := t.UpstreamModel(w.call.Model)
+	ad, _ := provider.Pick(t.Adapter, &t.Endpoint, w.call.Surface, w.call.CountTokens, model)
+	if la, ok := ad.(provider.LocalAnswerer); ok {
+		w.answerLocally(t, la)
+		return true
 	}
 	now := w.now
 	if !now.Before(w.deadline) {
@@ -298,7 +309,7 @@ func (w *walk) member(t *Target) bool {
 				break // opened by our own failures: keep the last failure
 			}
 		}
-		o, committed := w.attempt(t, ticket)
+		o, committed := w.attempt(t, ad, model, ticket)
 		if committed {
 			held = false // the stream writer releases the slot
 			return true
@@ -361,11 +372,11 @@ var (
 	headerAttempts       = []byte(HeaderAttempts)
 )
 
-// attempt makes one upstream call. For a success it writes the answer
-// (committed reports a stream handed to the stream writer, which then owns
-// the slot and the ticket); otherwise it reports the breaker outcome and
-// returns the failure.
-func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
+// attempt makes one upstream call through ad with model, the id sent
+// upstream. For a success it writes the answer (committed reports a stream
+// handed to the stream writer, which then owns the slot and the ticket);
+// otherwise it reports the breaker outcome and returns the failure.
+func (w *walk) attempt(t *Target, ad Adapter, model []byte, ticket Ticket) (o outcome, committed bool) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	w.pending = true
@@ -381,8 +392,6 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 			t.Breaker().Done(ticket, ClassCanceled, w.clk.now())
 		}
 	}()
-	model := t.UpstreamModel(w.call.Model)
-	ad := provider.AdapterOfModel(provider.AdapterOfSurface(t.Adapter, w.call.Surface), model)
 	if err := ad.BuildRequest(req, &t.Endpoint, w.call, model); err != nil {
 		fasthttp.ReleaseRequest(req)
 		if err == ErrNoToken {
@@ -394,11 +403,22 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 			return o, false
 		}
 		// Not an upstream call: the request cannot be expressed for this
-		// provider. A client error, neutral for the breaker.
+		// provider. A client error, neutral for the breaker. A translation
+		// that refuses the body says its status and code.
 		w.pending = false
 		t.Breaker().Done(ticket, ClassClient, w.clk.now())
-		return outcome{class: ClassClient, status: fasthttp.StatusBadRequest,
-			envelope: AppendSurfaceError(nil, w.call.Surface, fasthttp.StatusBadRequest, err.Error(), TypeInvalidRequest, CodeInvalidRequest)}, false
+		status, code := fasthttp.StatusBadRequest, CodeInvalidRequest
+		var te *translate.Error
+		if errors.As(err, &te) {
+			if te.Status >= 400 && te.Status <= 499 {
+				status = te.Status
+			}
+			if te.Code != "" {
+				code = te.Code
+			}
+		}
+		return outcome{class: ClassClient, status: status,
+			envelope: AppendSurfaceError(nil, w.call.Surface, status, err.Error(), TypeInvalidRequest, code)}, false
 	}
 	// Only the request id and the W3C trace context pass from the client;
 	// BuildRequest set everything else, so the client's Authorization,
@@ -522,7 +542,32 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 	w.rc.SetContentType("application/json")
 	w.res.Status, w.res.Class = status, ClassOK
 	w.headers(t)
+	w.droppedTools(ad)
 	return outcome{class: ClassOK, status: status}, false
+}
+
+// headerDroppedTools names the client's tools a translated member left out
+// (provider.ToolDropper).
+var headerDroppedTools = []byte("X-Gateway-Dropped-Tools")
+
+// droppedTools sets X-Gateway-Dropped-Tools on a success of ad, when ad
+// dropped some of the client's tools from the request it sent.
+func (w *walk) droppedTools(ad Adapter) {
+	if td, ok := ad.(provider.ToolDropper); ok {
+		if v := td.DroppedTools(w.call); len(v) > 0 {
+			w.rc.Response.Header.SetCanonical(headerDroppedTools, v)
+		}
+	}
+}
+
+// answerLocally lets la answer for member t, with no upstream call: no
+// attempt is counted, nothing is billed (the usage is a known zero), and
+// the X-Gateway-* headers name t as for any answer.
+func (w *walk) answerLocally(t *Target, la provider.LocalAnswerer) {
+	la.AnswerLocally(&w.rc.Response, w.call)
+	w.res.Status, w.res.Class = w.rc.Response.StatusCode(), ClassOK
+	w.res.Usage = Usage{HasPrompt: true, HasCompletion: true}
+	w.headers(t)
 }
 
 // done reports an attempt's outcome to the breaker and the observer; w.now
