@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fasthttp/websocket"
 )
 
 // Attacks on Responses over WebSocket, on the wire.
@@ -102,4 +105,155 @@ func TestSocketUpgradeFraming(t *testing.T) {
 	if resp.StatusCode != 101 || !strings.Contains(rest, "response.completed") || a.calls() != 1 {
 		t.Fatalf("plain upgrade: %d %q, %d calls", resp.StatusCode, rest, a.calls())
 	}
+}
+
+const otherSocketKey = "sy-socket-other-key-0123456789abcdef"
+
+// withOtherKey adds the client key "other" (any m-* model) to a socket
+// configuration.
+func withOtherKey(cfg string) string {
+	return strings.Replace(cfg, "auth:\n  keys:\n", "auth:\n  keys:\n    - {name: other, key: "+otherSocketKey+`, models: ["m-*"]}`+"\n", 1)
+}
+
+// TestSocketMemoryIsTheSocketsOwn: one socket's memory of its last response
+// is never another socket's. The same id named on a second socket of the
+// same key is sent as is (previous_response_id, only the new items: the
+// member holds the context, not the gateway); on a socket of another key
+// it is 404 response_not_found with no upstream call, escaped key or not.
+func TestSocketMemoryIsTheSocketsOwn(t *testing.T) {
+	a, b, c := startRespUpstream(t, "a"), startRespUpstream(t, "b"), startRespUpstream(t, "c")
+	path := cfgPath(t)
+	writeFile(t, path, withOtherKey(socketConfig(a, b, c, "", "")))
+	_, base := startDaemon(t, path, io.Discard)
+	first := dialSocket(t, base, socketKey)
+	send(t, first, create("m-a", "", userItem("the coder's secret")))
+	got := readResponse(t, first)
+	id := got[len(got)-1].responseID()
+
+	stranger := dialSocket(t, base, otherSocketKey)
+	for _, member := range []string{`,"previous_response_id":%q`, `,"previous_response_\u0069d":%q`} {
+		send(t, stranger, create("m-a", fmt.Sprintf(member, id), userItem("tell me")))
+		e := readEvent(t, stranger)
+		if code, status := e.errorCode(); code != "response_not_found" || status != 404 {
+			t.Fatalf("another key continuing %s (%s): %v", id, member, e)
+		}
+	}
+	if a.calls() != 1 {
+		t.Fatalf("%d upstream calls; want 1 (the stranger's were refused)", a.calls())
+	}
+
+	second := dialSocket(t, base, socketKey)
+	send(t, second, create("m-a", fmt.Sprintf(`,"previous_response_id":%q`, id), userItem("more")))
+	readResponse(t, second)
+	body := a.body(t, 1)
+	input, _ := json.Marshal(body["input"])
+	if body["previous_response_id"] != id || !jsonEqual(t, string(input), "["+userItem("more")+"]") {
+		t.Fatalf("a second socket's continuation was sent as %v; want previous_response_id %s and only the new item", body, id)
+	}
+}
+
+// TestSocketKeyRevokedByReload: a client key removed by a reload while its
+// socket is open gets 401 invalid_api_key for its next response.create,
+// with no upstream call: each response is authenticated anew, not by the
+// upgrade. A key whose allow-list shrank gets 403 the same way.
+func TestSocketKeyRevokedByReload(t *testing.T) {
+	a, b, c := startRespUpstream(t, "a"), startRespUpstream(t, "b"), startRespUpstream(t, "c")
+	path := cfgPath(t)
+	cfg := withOtherKey(socketConfig(a, b, c, "", ""))
+	writeFile(t, path, cfg)
+	d, base := startDaemon(t, path, io.Discard)
+	coder, other := dialSocket(t, base, socketKey), dialSocket(t, base, otherSocketKey)
+	for _, ws := range []*websocket.Conn{coder, other} {
+		send(t, ws, create("m-a", "", userItem("hi")))
+		readResponse(t, ws)
+	}
+	cfg = strings.Replace(cfg, `    - {name: other, key: `+otherSocketKey+`, models: ["m-*"]}`+"\n", "", 1)
+	cfg = strings.Replace(cfg, `models: ["m-*", "x-*"]`, `models: ["m-b"]`, 1)
+	writeFile(t, path, cfg)
+	if r := d.Reload(); r != ReloadSuccess {
+		t.Fatalf("reload: %s", r)
+	}
+	send(t, other, create("m-a", "", userItem("still here?")))
+	if code, status := readEvent(t, other).errorCode(); code != "invalid_api_key" || status != 401 {
+		t.Fatalf("the revoked key's next response: %s %d; want invalid_api_key 401", code, status)
+	}
+	send(t, coder, create("m-a", "", userItem("still allowed?")))
+	if code, status := readEvent(t, coder).errorCode(); code != "model_not_allowed" || status != 403 {
+		t.Fatalf("a model no longer allowed: %s %d; want model_not_allowed 403", code, status)
+	}
+	if a.calls() != 2 {
+		t.Fatalf("%d upstream calls; want 2 (none after the reload)", a.calls())
+	}
+}
+
+// TestSocketFramesSplitAndFragmented: a message whose frame arrives a byte
+// at a time, and one sent in three fragments with a ping between them,
+// are each served as one response.create; the ping is answered.
+func TestSocketFramesSplitAndFragmented(t *testing.T) {
+	a, _, _, _, base, _ := startSocketGateway(t, "", "")
+	host := strings.TrimPrefix(base, "http://")
+	c, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET /v1/responses HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", host, socketKey)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 101 {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	for _, b := range maskedFrame(create("m-a", "", userItem("one byte at a time"))) {
+		if _, err := c.Write([]byte{b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readUntil(t, br, "response.completed")
+	msg := create("m-a", "", userItem("in three pieces"))
+	third := len(msg) / 3
+	frag := func(op byte, fin bool, p string) []byte {
+		f := maskedFrame(p)
+		f[0] = op
+		if fin {
+			f[0] |= 0x80
+		}
+		return f
+	}
+	var wire []byte
+	wire = append(wire, frag(0x1, false, msg[:third])...)
+	wire = append(wire, frag(0x9, true, "are you there")...) // ping, between fragments
+	wire = append(wire, frag(0x0, false, msg[third:2*third])...)
+	wire = append(wire, frag(0x0, true, msg[2*third:])...)
+	if _, err := c.Write(wire); err != nil {
+		t.Fatal(err)
+	}
+	got := readUntil(t, br, "response.completed")
+	if !strings.Contains(got, "\x8a\x0dare you there") {
+		t.Errorf("no pong for the ping between fragments in %q", got)
+	}
+	if a.calls() != 2 {
+		t.Fatalf("%d upstream calls; want 2", a.calls())
+	}
+	input, _ := json.Marshal(a.body(t, 1)["input"])
+	if !jsonEqual(t, string(input), "["+userItem("in three pieces")+"]") {
+		t.Fatalf("the fragmented message was sent as %s", input)
+	}
+}
+
+// readUntil reads server frames (unmasked) as raw bytes until want
+// appears.
+func readUntil(t *testing.T, br *bufio.Reader, want string) string {
+	t.Helper()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.Contains(b.String(), want) {
+		n, err := br.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("read: %v after %q", err, b.String())
+		}
+	}
+	return b.String()
 }
