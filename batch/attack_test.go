@@ -6,8 +6,14 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/mock"
 	"github.com/switchyard/switchyard/tenancy"
@@ -108,6 +114,93 @@ func TestBatchLineContinuesAnotherKeysResponse(t *testing.T) {
 		body, ct := form(t, c.content)
 		if status, answer, _ := tg.do(t, "POST", "/v1/files", c.key, ct, body); status != 200 {
 			t.Fatalf("an owner's continuation = %d %s; want 200", status, answer)
+		}
+	}
+}
+
+// echoUpstream is an OpenAI-shaped batch upstream that quotes, in every
+// answer it gives (bodies, headers, downloads, errors), the credential
+// and client headers it received, and records them.
+type echoUpstream struct {
+	url  string
+	mu   sync.Mutex
+	seen []string // every request's header section
+}
+
+func startEchoUpstream(t *testing.T) *echoUpstream {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &echoUpstream{url: "http://" + ln.Addr().String() + "/v1"}
+	srv := &fasthttp.Server{Handler: func(rc *fasthttp.RequestCtx) {
+		hdr := string(rc.Request.Header.Header())
+		u.mu.Lock()
+		u.seen = append(u.seen, hdr)
+		u.mu.Unlock()
+		cred := string(rc.Request.Header.Peek("Authorization"))
+		quoted := strconv.Quote("you sent " + cred)
+		rc.Response.Header.Set("X-Echo", cred)
+		path := string(rc.Path())
+		switch {
+		case strings.HasSuffix(path, "/content"):
+			rc.SetContentType("application/jsonl")
+			rc.SetBodyString(`{"custom_id":"a","response":{"body":{"echo":` + quoted + `}}}` + "\n")
+		case strings.Contains(path, "file-bad"):
+			rc.SetStatusCode(400)
+			rc.SetContentType("application/json")
+			rc.SetBodyString(`{"error":{"message":` + quoted + `,"type":"invalid_request_error","param":null,"code":"bad"}}`)
+		default:
+			rc.SetContentType("application/json")
+			rc.SetBodyString(`{"id":"file-echo-1","object":"file","purpose":"batch","created_at":1,"echo":` + quoted + `}`)
+		}
+	}}
+	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return u
+}
+
+// TestBatchSecretsStayPut: on every batch call the upstream gets the
+// target's credential and never the client's key, and nothing of the
+// target's credential reaches the client, even when the upstream quotes
+// it in an answer's body, a header, an error or a download.
+func TestBatchSecretsStayPut(t *testing.T) {
+	u := startEchoUpstream(t)
+	const upstreamKey = "sk-oai-upstream-secret-0001"
+	store := tenancy.NewMemoryObjects(0, nil)
+	tg := newTestGateway(t, fmt.Sprintf(twoKeysYAML, u.url), false, store)
+	body, ct := form(t, `{"custom_id":"c","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o","messages":[]}}`+"\n")
+	if err := store.Put(context.Background(), tenancy.Object{Kind: tenancy.KindFile, ID: "file-bad-1", Key: "alice", Target: "oai", Purpose: "batch"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path, ct string
+		body             []byte
+	}{
+		{"POST", "/v1/files", ct, body},
+		{"GET", "/v1/files/file-echo-1", "", nil},
+		{"GET", "/v1/files", "", nil},
+		{"GET", "/v1/files/file-echo-1/content", "", nil},
+		{"GET", "/v1/files/file-bad-1", "", nil},
+		{"DELETE", "/v1/files/file-echo-1", "", nil},
+	} {
+		status, answer, h := tg.do(t, c.method, c.path, aliceKey, c.ct, c.body)
+		if status == 0 || !strings.Contains(answer, "you sent") && status != 404 {
+			t.Errorf("%s %s = %d %s: the upstream's answer did not come back", c.method, c.path, status, answer)
+		}
+		if strings.Contains(answer, upstreamKey) || strings.Contains(h.String(), upstreamKey) {
+			t.Errorf("%s %s: the target's credential reached the client:\n%s\n%s", c.method, c.path, h, answer)
+		}
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.seen) == 0 {
+		t.Fatal("no upstream call")
+	}
+	for _, h := range u.seen {
+		if strings.Contains(h, aliceKey) || !strings.Contains(h, "Bearer "+upstreamKey) {
+			t.Errorf("upstream request header:\n%s\nwant the target's key and not the client's", h)
 		}
 	}
 }
