@@ -146,6 +146,7 @@ func startEchoUpstream(t *testing.T) *echoUpstream {
 		switch {
 		case strings.HasSuffix(path, "/content"):
 			rc.SetContentType("application/jsonl")
+			rc.Response.Header.Set("Content-Disposition", `attachment; filename="`+cred+`.jsonl"`)
 			rc.SetBodyString(`{"custom_id":"a","response":{"body":{"echo":` + quoted + `}}}` + "\n")
 		case strings.Contains(path, "file-bad"):
 			rc.SetStatusCode(400)

@@ -68,7 +68,7 @@ func (c *call) download(k *kind) {
 		c.rc.Response.Header.SetContentTypeBytes(ct)
 	}
 	if cd := resp.Header.Peek("Content-Disposition"); len(cd) > 0 {
-		c.rc.Response.Header.SetBytesV("Content-Disposition", cd)
+		c.rc.Response.Header.SetBytesV("Content-Disposition", t.Redact(cd))
 	}
 	c.rc.SetBodyStream(r, length)
 	c.class = upstream.ClassOK
