@@ -205,3 +205,78 @@ func TestBatchSecretsStayPut(t *testing.T) {
 		}
 	}
 }
+
+// rawForm assembles a multipart/form-data body by hand: parts are written
+// as given (head lines, a blank line, content), each after the boundary
+// line; closed adds the closing boundary.
+func rawForm(closed bool, parts ...[2]string) ([]byte, string) {
+	const boundary = "b0undary"
+	var b bytes.Buffer
+	for _, p := range parts {
+		b.WriteString("--" + boundary + "\r\n" + p[0] + "\r\n\r\n" + p[1] + "\r\n")
+	}
+	if closed {
+		b.WriteString("--" + boundary + "--\r\n")
+	}
+	return b.Bytes(), "multipart/form-data; boundary=" + boundary
+}
+
+// TestBatchMultipartTricks: forms the gateway and the provider could read
+// differently are refused with no upstream call (two files, two purposes,
+// a purpose that is not batch wherever it comes, a field not accepted, a
+// body cut before its closing boundary, a part head larger than the
+// room an upload has besides its file); what is accepted reaches the
+// provider as a form the gateway wrote itself (the file routed, a plain
+// file name, the purpose once).
+func TestBatchMultipartTricks(t *testing.T) {
+	tg, m := twoKeys(t)
+	line := `{"custom_id":"c","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o","messages":[]}}`
+	file := func(head string) [2]string {
+		return [2]string{`Content-Disposition: form-data; name="file"; filename="b.jsonl"` + head, line + "\n"}
+	}
+	purpose := func(v string) [2]string { return [2]string{`Content-Disposition: form-data; name="purpose"`, v} }
+	for _, c := range []struct {
+		name   string
+		closed bool
+		parts  [][2]string
+		status int
+		want   string
+	}{
+		{"two files", true, [][2]string{purpose("batch"), file(""), file("")}, 400, "two files"},
+		{"two purposes", true, [][2]string{purpose("batch"), purpose("batch"), file("")}, 400, "twice"},
+		{"another purpose after the file", true, [][2]string{file(""), purpose("fine-tune")}, 400, "purpose"},
+		{"batch then another purpose", true, [][2]string{purpose("batch"), file(""), purpose("assistants")}, 400, "twice"},
+		{"an unknown field", true, [][2]string{purpose("batch"), {`Content-Disposition: form-data; name="model"`, "gpt-4o"}, file("")}, 400, "not accepted"},
+		{"no closing boundary", false, [][2]string{purpose("batch"), file("")}, 400, "cannot read the upload"},
+		{"a huge part head", true, [][2]string{purpose("batch"), file("\r\nX-Pad: " + strings.Repeat("p", 2<<20))}, 413, "besides the file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body, ct := rawForm(c.closed, c.parts...)
+			status, answer, _ := tg.do(t, "POST", "/v1/files", aliceKey, ct, body)
+			if status != c.status || !strings.Contains(answer, c.want) {
+				t.Fatalf("= %d %s; want %d saying %q", status, answer, c.status, c.want)
+			}
+		})
+	}
+	if n := m.BatchStats().Calls(); n != 0 {
+		t.Fatalf("%d upstream calls; want none", n)
+	}
+	// Accepted: the purpose after the file, a file name with path
+	// separators and quotes, quoted-printable content (decoded, then
+	// routed, then sent decoded).
+	qp := strings.Replace(line, `"gpt-4o"`, `"gpt-=34o"`, 1) // =34 is '4'
+	body, ct := rawForm(true,
+		[2]string{`Content-Disposition: form-data; name="file"; filename="../../etc/x\"y.jsonl"` + "\r\nContent-Transfer-Encoding: quoted-printable", qp + "\n"},
+		purpose("batch"))
+	status, answer, _ := tg.do(t, "POST", "/v1/files", aliceKey, ct, body)
+	if status != 200 {
+		t.Fatalf("a plain upload = %d %s", status, answer)
+	}
+	id := between(answer, `"id":"`, `"`)
+	if got := string(m.File(id)); got != line+"\n" {
+		t.Errorf("the provider stored %q; want the decoded line the gateway routed", got)
+	}
+	if strings.Contains(answer, "..") || strings.Contains(answer, "etc") {
+		t.Errorf("the provider saw a file name with a path: %s", answer)
+	}
+}
