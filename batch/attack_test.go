@@ -280,3 +280,68 @@ func TestBatchMultipartTricks(t *testing.T) {
 		t.Errorf("the provider saw a file name with a path: %s", answer)
 	}
 }
+
+const mappedYAML = `
+strategy:
+  mode: conditional
+  conditions:
+    - {key: model, value: gpt-4o, target_key: oai}
+targets:
+  - {virtual_key: oai, provider: openai, base_url: %q, api_key: sk-oai-upstream-secret-0001, model_map: {gpt-4o: gpt-4o-2024-08-06}}
+auth:
+  keys:
+    - {name: alice, key: ` + aliceKey + `}
+`
+
+// TestBatchLineEncodings: line framings a provider may read otherwise
+// than the gateway are refused naming the line, with no upstream call (a
+// byte order mark, a second object after a bare CR, a NUL or a U+2028
+// between members, a url with a query, another case or a trailing slash,
+// a lower-case method); framings that mean the same to every JSON reader
+// are stored byte for byte (CRLF line ends, no final newline, escaped
+// keys), each model literal rewritten by the member's model_map however
+// it was escaped.
+func TestBatchLineEncodings(t *testing.T) {
+	m, err := mock.Start("127.0.0.1:0", mock.Options{Name: "oai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	tg := newTestGateway(t, fmt.Sprintf(mappedYAML, m.BaseURL()), false, tenancy.NewMemoryObjects(0, nil))
+	line := `{"custom_id":"c","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o","messages":[]}}`
+	upload := func(content string) (int, string) {
+		body, ct := form(t, content)
+		status, answer, _ := tg.do(t, "POST", "/v1/files", aliceKey, ct, body)
+		return status, answer
+	}
+	for _, c := range []struct{ name, content, want string }{
+		{"byte order mark", "\ufeff" + line + "\n", "line 1"},
+		{"two objects split by CR", line + "\r" + line + "\n", "line 1"},
+		{"NUL between members", strings.Replace(line, `,"method"`, ",\x00\"method\"", 1) + "\n", "line 1"},
+		{"U+2028 between members", strings.Replace(line, `,"method"`, ",\u2028\"method\"", 1) + "\n", "line 1"},
+		{"url with a query", line + "\n" + strings.Replace(line, "completions", "completions?model=gpt-5", 1) + "\n", "line 2"},
+		{"url in another case", strings.Replace(line, "/v1/chat", "/V1/Chat", 1) + "\n", "line 1"},
+		{"url with a trailing slash", strings.Replace(line, "completions", "completions/", 1) + "\n", "line 1"},
+		{"lower-case method", strings.Replace(line, `"POST"`, `"post"`, 1) + "\n", "line 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, answer := upload(c.content)
+			if status != 400 || !strings.Contains(answer, c.want) {
+				t.Fatalf("= %d %s; want 400 naming %s", status, answer, c.want)
+			}
+		})
+	}
+	if n := m.BatchStats().Calls(); n != 0 {
+		t.Fatalf("%d upstream calls; want none", n)
+	}
+	escaped := `{"custom_id":"e","method":"POST","url":"/v1/chat/completions","b\u006fdy":{"m\u006fdel":"gpt\u002d4o","messages":[]}}`
+	status, answer := upload(line + "\r\n" + escaped + "\r\n" + line)
+	if status != 200 {
+		t.Fatalf("CRLF, escapes, no final newline = %d %s", status, answer)
+	}
+	mapped := strings.Replace(line, `"gpt-4o"`, `"gpt-4o-2024-08-06"`, 1)
+	want := mapped + "\r\n" + strings.Replace(escaped, `"gpt\u002d4o"`, `"gpt-4o-2024-08-06"`, 1) + "\r\n" + mapped
+	if got := string(m.File(between(answer, `"id":"`, `"`))); got != want {
+		t.Fatalf("the provider stored\n%q\nwant\n%q", got, want)
+	}
+}
