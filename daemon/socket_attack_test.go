@@ -257,3 +257,32 @@ func readUntil(t *testing.T, br *bufio.Reader, want string) string {
 	}
 	return b.String()
 }
+
+// TestSocketMemoryWithinMaxRequestBytes: warm-ups (answered by the gateway
+// with no HTTP request, so no body limit) cannot make a socket hold a
+// context larger than any request may be: a memory past
+// server.max_request_bytes is dropped, its continuation refused at once
+// with 400 previous_response_not_supported, and the socket is not left
+// holding four messages' worth of input per warm-up chain.
+func TestSocketMemoryWithinMaxRequestBytes(t *testing.T) {
+	a, _, _, _, base, _ := startSocketGateway(t, "{max_request_bytes: 4096, websocket: {max_message_bytes: 3072}}", "")
+	ws := dialSocket(t, base, socketKey)
+	prev := ""
+	for i := range 2 {
+		send(t, ws, create("m-a", prev+`,"generate":false`, userItem(strings.Repeat("w", 2000))))
+		got := readResponse(t, ws)
+		if got[len(got)-1].typ() != "response.completed" {
+			t.Fatalf("warm-up %d: %v", i, got[len(got)-1])
+		}
+		prev = fmt.Sprintf(`,"previous_response_id":%q`, got[len(got)-1].responseID())
+	}
+	// Two warm-ups hold ~4.2 KB of input: within 4 x 3072, past 4096.
+	send(t, ws, create("m-a", prev, userItem("go")))
+	e := readEvent(t, ws)
+	if code, status := e.errorCode(); code != "previous_response_not_supported" || status != 400 {
+		t.Fatalf("continuing a memory past max_request_bytes: %v; want 400 previous_response_not_supported", e)
+	}
+	if a.calls() != 0 {
+		t.Fatalf("%d upstream calls; want none", a.calls())
+	}
+}
