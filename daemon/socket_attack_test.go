@@ -286,3 +286,27 @@ func TestSocketMemoryWithinMaxRequestBytes(t *testing.T) {
 		t.Fatalf("%d upstream calls; want none", a.calls())
 	}
 }
+
+// TestSocketClientLeavesWhileMessagesWait: a client that sends more
+// response.create messages while one streams, so that one waits its turn
+// and the reader holds the next, and then leaves, still cancels the
+// upstream call in flight (as over HTTP): the socket notices the
+// departure though it reads no further messages.
+func TestSocketClientLeavesWhileMessagesWait(t *testing.T) {
+	a, _, _, _, base, _ := startSocketGateway(t, "", "")
+	_, left := a.holdNext()
+	ws := dialSocket(t, base, socketKey)
+	send(t, ws, create("m-a", "", userItem("long")))
+	if e := readEvent(t, ws); e.typ() != "response.created" {
+		t.Fatalf("first event %v", e)
+	}
+	for range 3 {
+		send(t, ws, create("m-a", "", userItem("and then")))
+	}
+	ws.Close()
+	select {
+	case <-left:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream call was not canceled 5 s after the client left")
+	}
+}
