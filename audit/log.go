@@ -128,6 +128,7 @@ type item struct {
 	key, hash    string
 	surface      router.Surface
 	rule, status int
+	usage        upstream.Usage
 	reqID, model span // in bytes
 	chain        span // in chains
 	steps        span // in steps
@@ -305,7 +306,7 @@ func (l *Log) Add(e *telemetry.Entry, hash string) {
 	}
 	b := &l.batch
 	it := item{at: l.opt.Now(), // under mu: times follow the seq order
-		key: e.Key, hash: hash, surface: e.Surface, rule: e.Rule, status: e.Status, api: e.Batch.API, op: e.Batch.Op}
+		key: e.Key, hash: hash, surface: e.Surface, rule: e.Rule, status: e.Status, usage: e.Usage, api: e.Batch.API, op: e.Batch.Op}
 	it.reqID.from = len(b.bytes)
 	b.bytes = append(b.bytes, e.RequestID...)
 	it.reqID.to, it.model.from = len(b.bytes), len(b.bytes)
@@ -520,11 +521,39 @@ func (l *Log) appendRecord(b []byte, bt *batch, it *item) []byte {
 	}
 	b = append(b, `],"status":`...)
 	b = strconv.AppendInt(b, int64(it.status), 10)
+	b = appendUsage(b, &it.usage)
 	b = append(b, `,"config_hash":`...)
 	b = appendJSONString(b, it.hash)
 	b = append(b, `,"prev":"`...)
 	b = hex.AppendEncode(b, l.prev[:])
 	return append(b, `"}`...)
+}
+
+// appendUsage appends the answer's usage in its four parts (docs/quotas.md,
+// Cached tokens), `,"usage":{"input":…,"cache_read":…,"cache_write":…,
+// "output":…}`, each part the answer reported; nothing when it reported
+// none.
+func appendUsage(b []byte, u *upstream.Usage) []byte {
+	if !u.Known() {
+		return b
+	}
+	b = append(b, `,"usage":{`...)
+	if u.HasPrompt {
+		b = append(b, `"input":`...)
+		b = strconv.AppendInt(b, u.Input(), 10)
+		b = append(b, `,"cache_read":`...)
+		b = strconv.AppendInt(b, u.CacheRead, 10)
+		b = append(b, `,"cache_write":`...)
+		b = strconv.AppendInt(b, u.CacheWrite, 10)
+		if u.HasCompletion {
+			b = append(b, ',')
+		}
+	}
+	if u.HasCompletion {
+		b = append(b, `"output":`...)
+		b = strconv.AppendInt(b, u.Completion, 10)
+	}
+	return append(b, '}')
 }
 
 // appendJSONString appends s as a JSON string, as upstream.AppendJSONString

@@ -129,7 +129,7 @@ func (c *call) createBatch() {
 // release gives back a reservation whose batch was never created.
 func (c *call) release(hold quota.BatchHold) {
 	if p := c.st.Quota; p != nil && hold.Tokens > 0 {
-		p.BatchSettle(c.caller.Key(), "", hold, 0, 0, c.s.clock())
+		p.BatchSettle(c.caller.Key(), "", hold, nil, 0, c.s.clock())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/switchyard/switchyard/hotpath"
+	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -56,10 +57,10 @@ func (c *call) download(k *kind) {
 	if k.messages {
 		r.usage = &resultUsage{}
 		r.done = func(whole bool) {
-			if whole && r.usage.known {
-				c.settle(t, o, r.usage.prompt+r.usage.completion, c.spend(t, o.Models, r.usage.prompt, r.usage.completion), true)
+			if whole && r.usage.sum.Known {
+				c.settle(t, o, &r.usage.sum, c.spend(t, o.Models, &r.usage.sum), true)
 			} else if whole {
-				c.settle(t, o, -1, 0, false)
+				c.settle(t, o, nil, 0, false)
 			}
 		}
 	}
@@ -121,11 +122,11 @@ func (r *relay) CloseWithError(err error) error {
 // resultUsage adds up the usage of a message batch's results as they
 // pass: one JSON object a line.
 type resultUsage struct {
-	line               []byte
-	skip               bool // the current line is too long to read
-	prompt, completion int64
-	known              bool
-	p                  fastjson.Parser
+	line []byte
+	skip bool // the current line is too long to read
+	// sum adds up the succeeded results' usage.
+	sum quota.Usage
+	p   fastjson.Parser
 }
 
 func (u *resultUsage) feed(b []byte) {
@@ -166,7 +167,13 @@ func (u *resultUsage) end() {
 	if us == nil || us.Type() != fastjson.TypeObject {
 		return
 	}
-	u.prompt += us.GetInt64("input_tokens") + us.GetInt64("cache_creation_input_tokens") + us.GetInt64("cache_read_input_tokens")
-	u.completion += us.GetInt64("output_tokens")
-	u.known = true
+	one, ok := usageOf(us)
+	if !ok {
+		return
+	}
+	u.sum.Input += one.Input
+	u.sum.CacheRead += one.CacheRead
+	u.sum.CacheWrite += one.CacheWrite
+	u.sum.Output += one.Output
+	u.sum.Known = true
 }

@@ -11,6 +11,7 @@ import (
 	"testing/iotest"
 
 	"github.com/switchyard/switchyard/hotpath"
+	"github.com/switchyard/switchyard/quota"
 )
 
 // newTestSpool is a spool in a fresh directory with room limit.
@@ -271,7 +272,7 @@ func TestSplitPath(t *testing.T) {
 // TestResultUsage adds up the usage of succeeded results, however the
 // bytes arrive, and skips the others.
 func TestResultUsage(t *testing.T) {
-	in := `{"custom_id":"a","result":{"type":"succeeded","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":5,"output_tokens":7}}}}` + "\n" +
+	in := `{"custom_id":"a","result":{"type":"succeeded","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":5,"cache_creation_input_tokens":3,"output_tokens":7}}}}` + "\n" +
 		`{"custom_id":"b","result":{"type":"errored","error":{}}}` + "\n" +
 		`{"custom_id":"c","result":{"type":"succeeded","message":{"usage":{"input_tokens":1,"output_tokens":2}}}}`
 	var u resultUsage
@@ -279,7 +280,8 @@ func TestResultUsage(t *testing.T) {
 		u.feed([]byte{in[i]})
 	}
 	u.end()
-	if !u.known || u.prompt != 16 || u.completion != 9 {
-		t.Fatalf("usage = %d, %d, %v; want 16, 9", u.prompt, u.completion, u.known)
+	want := quota.Usage{Input: 11, CacheRead: 5, CacheWrite: 3, Output: 9, Known: true}
+	if u.sum != want {
+		t.Fatalf("usage = %+v; want %+v", u.sum, want)
 	}
 }

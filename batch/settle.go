@@ -3,6 +3,7 @@ package batch
 import (
 	"github.com/valyala/fastjson"
 
+	"github.com/switchyard/switchyard/provider"
 	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/tenancy"
 	"github.com/switchyard/switchyard/upstream"
@@ -53,13 +54,13 @@ func (c *call) batchObject(t *upstream.Target, o tenancy.Object, v *fastjson.Val
 	if !terminal(str(v, "status")) {
 		return
 	}
-	tokens, spend := int64(-1), int64(0)
-	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
-		in, out := u.GetInt64("input_tokens"), u.GetInt64("output_tokens")
-		tokens = in + out
-		spend = c.spend(t, o.Models, in, out)
+	var u *quota.Usage
+	if us := v.Get("usage"); us != nil && us.Type() == fastjson.TypeObject {
+		if got, ok := usageOf(us); ok {
+			u = &got
+		}
 	}
-	c.settle(t, o, tokens, spend, true)
+	c.settle(t, o, u, c.spend(t, o.Models, u), true)
 }
 
 // createdAtOr reads the Unix time member key of v, or def.
@@ -70,38 +71,50 @@ func createdAtOr(v *fastjson.Value, key string, def int64) int64 {
 	return def
 }
 
-// spend is the cost in micro-USD of in and out tokens of a batch that
-// named models on t, at t's batch prices: the dearest of the models' when
-// a batch names several, so spend is never under-counted.
-func (c *call) spend(t *upstream.Target, models []string, in, out int64) int64 {
+// spend is the cost in micro-USD of usage u of a batch that named models
+// on t, at t's batch prices: the dearest of the models' when a batch names
+// several, so spend is never under-counted. u nil: 0.
+func (c *call) spend(t *upstream.Target, models []string, u *quota.Usage) int64 {
 	p := c.st.Quota
-	if p == nil {
+	if p == nil || u == nil {
 		return 0
 	}
 	var best int64
 	for _, m := range models {
 		if pr, ok := p.BatchPrice(t.Name, []byte(m)); ok {
-			best = max(best, pr.Spend(in, out))
+			best = max(best, pr.Spend(u))
 		}
 	}
 	return best
 }
 
+// usageOf reads a usage object (an OpenAI batch's, Responses-shaped; or a
+// message batch result's, Anthropic-shaped) in the four parts quotas meter,
+// with the provider readers' rules (docs/quotas.md, Cached tokens).
+func usageOf(us *fastjson.Value) (quota.Usage, bool) {
+	body := append(us.MarshalTo([]byte(`{"usage":`)), '}')
+	u, ok := provider.ReadUsage(body)
+	if !ok {
+		return quota.Usage{}, false
+	}
+	return quota.Usage{Input: u.Input(), CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Output: u.Completion, Known: u.Known()}, true
+}
+
 // settle gives back o's reservation (once) and, when charge, charges its
-// usage (once). tokens < 0: no usage known.
-func (c *call) settle(t *upstream.Target, o tenancy.Object, tokens, spend int64, charge bool) {
+// usage u (once). u nil: no usage known.
+func (c *call) settle(t *upstream.Target, o tenancy.Object, u *quota.Usage, spend int64, charge bool) {
 	p := c.st.Quota
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	key, now := c.caller.Key(), c.s.clock()
 	if first, err := c.s.Store.Flag(ctx, key, o.Kind, o.ID, tenancy.FlagReleased); err == nil && first && p != nil {
-		p.BatchSettle(key, t.Name, quota.BatchHold{Tokens: o.Tokens, Day: o.Day, Month: o.Month}, 0, 0, now)
+		p.BatchSettle(key, t.Name, quota.BatchHold{Tokens: o.Tokens, Day: o.Day, Month: o.Month}, nil, 0, now)
 	}
-	if !charge || tokens < 0 {
+	if !charge || u == nil {
 		return
 	}
 	if first, err := c.s.Store.Flag(ctx, key, o.Kind, o.ID, tenancy.FlagCharged); err == nil && first && p != nil {
-		p.BatchSettle(key, t.Name, quota.BatchHold{}, tokens, spend, now)
+		p.BatchSettle(key, t.Name, quota.BatchHold{}, u, spend, now)
 	}
 }
 
@@ -116,7 +129,7 @@ func (c *call) seenMessageBatch(t *upstream.Target, o tenancy.Object, body []byt
 	}
 	defer x.release()
 	if str(x.v, "processing_status") == "ended" {
-		c.settle(t, o, -1, 0, false)
+		c.settle(t, o, nil, 0, false)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/provider"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -349,12 +350,14 @@ targets:
 	if !reflect.DeepEqual(rules, wantRules) {
 		t.Errorf("rules\n got  %+v\n want %+v", rules, wantRules)
 	}
-	chat := router.SurfaceSet(1 << router.SurfaceChat)
+	// Every provider serves chat and messages (natively or translated),
+	// and responses where it is native or has a translator.
+	chatMessages := router.SurfaceSet(1<<router.SurfaceChat|1<<router.SurfaceMessages) | provider.TranslatedSurfaces()
 	wantTargets := []router.TargetSpec{
-		{Name: "a", Provider: "openai", Surfaces: router.AllSurfaces &^ (1 << router.SurfaceMessages), Models: []string{"gpt-4o", "gpt-5*"},
+		{Name: "a", Provider: "openai", Surfaces: router.AllSurfaces, Models: []string{"gpt-4o", "gpt-5*"},
 			Batch: router.AllSurfaces &^ (1<<router.SurfaceMessages | 1<<router.SurfaceImages)},
-		{Name: "b", Provider: "anthropic", Surfaces: chat | 1<<router.SurfaceMessages, Batch: 1 << router.SurfaceMessages},
-		{Name: "c", Provider: "bedrock", Surfaces: chat | 1<<router.SurfaceMessages, MappedModels: []string{"m", "z"}},
+		{Name: "b", Provider: "anthropic", Surfaces: chatMessages, Batch: 1 << router.SurfaceMessages},
+		{Name: "c", Provider: "bedrock", Surfaces: chatMessages, MappedModels: []string{"m", "z"}},
 	}
 	if !reflect.DeepEqual(targets, wantTargets) {
 		t.Errorf("targets\n got  %+v\n want %+v", targets, wantTargets)
@@ -374,14 +377,18 @@ func TestProviderSurfaces(t *testing.T) {
 		provider string
 		want     []router.Surface
 	}{
-		{"openai", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages, router.SurfaceResponses}},
+		{"openai", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages, router.SurfaceResponses, router.SurfaceMessages}},
+		{"azure", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages, router.SurfaceResponses, router.SurfaceMessages}},
 		{"anthropic", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
 		{"bedrock", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
+		{"vertex", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
+		{"gemini", []router.Surface{router.SurfaceChat, router.SurfaceEmbeddings, router.SurfaceMessages}},
 		{"mistral", nil},
 	} {
 		set := ProviderSurfaces(tc.provider)
 		for s := router.Surface(0); s < router.NumSurfaces; s++ {
-			want := false
+			// responses reaches every provider once it has a translator.
+			want := tc.want != nil && s == router.SurfaceResponses && provider.TranslatedSurfaces().Has(s)
 			for _, w := range tc.want {
 				want = want || w == s
 			}

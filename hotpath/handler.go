@@ -403,7 +403,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 
 func releaseScratch(sc *scratch) {
 	if sc.quota.Active() { // a request that never walked gives back what it held
-		sc.quota.Finish("", false, 0, 0, false, time.Now())
+		sc.quota.Finish("", false, quota.Usage{}, time.Now())
 	}
 	clear(sc.cands[:cap(sc.cands)]) // drop target pointers of old configs
 	sc.cands = sc.cands[:0]

@@ -101,11 +101,11 @@ func (p *Plan) BatchReserve(key string, tokens int64, now time.Time) (hold Batch
 
 // BatchSettle settles a batch of key on target that ended, seen at now: what hold
 // reserved is given back (when its window is still the current one: a
-// past day's reservation went with its day), and tokens and spend
-// (micro-USD) are charged to the current windows of tokens_per_day and the
-// spend budgets. tokens < 0: no usage reported, nothing charged. Call it
-// once per batch.
-func (p *Plan) BatchSettle(key, target string, hold BatchHold, tokens, spend int64, now time.Time) {
+// past day's reservation went with its day), and usage u (its tokens as the
+// key counts them) and spend (micro-USD) are charged to the current windows
+// of tokens_per_day and the spend budgets. u nil or not Known: no usage
+// reported, nothing charged. Call it once per batch.
+func (p *Plan) BatchSettle(key, target string, hold BatchHold, u *Usage, spend int64, now time.Time) {
 	s := p.keys[key]
 	if s != nil {
 		s = s.only(TokensPerDay, SpendPerDay, SpendPerMonth)
@@ -118,8 +118,11 @@ func (p *Plan) BatchSettle(key, target string, hold BatchHold, tokens, spend int
 		r.src = srcRedis
 	}
 	r.held[TokensPerDay] = hold.Tokens
-	if tokens < 0 {
-		tokens, spend = 0, 0
+	var tokens int64
+	if u != nil && u.Known {
+		tokens = u.counted(s.cacheReads) // as the key counts them (docs/quotas.md, Cached tokens)
+	} else {
+		spend = 0
 	}
 	p.q.settle(s, &r, tokens, spend, false, now)
 	if spend > 0 {
@@ -136,7 +139,7 @@ func (p *Plan) BatchPrice(target string, model []byte) (Price, bool) {
 	}
 	if t := p.prices[target]; t != nil {
 		pr, ok := t.lookup(model)
-		return Price{In: pr.In / 2, Out: pr.Out / 2}, ok
+		return Price{In: pr.In / 2, Out: pr.Out / 2, CacheRead: pr.CacheRead / 2, CacheWrite: pr.CacheWrite / 2}, ok
 	}
 	return Price{}, false
 }

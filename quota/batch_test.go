@@ -51,9 +51,10 @@ func testBatchQuota(t *testing.T, p *Plan, settled func()) {
 	if _, r, never := p.BatchReserve("acme", 1001, now); r.OK || !never {
 		t.Fatalf("reserve over the budget = %+v, never %v; want never", r, never)
 	}
-	// The batch ends having used 100 tokens and 0.5 USD: the reservation
-	// is given back and the usage charged.
-	p.BatchSettle("acme", "openai", hold, 100, 500_000, now)
+	// The batch ends having used 100 counted tokens (uncached input, cache
+	// writes and output; the key does not count cache reads) and 0.5 USD:
+	// the reservation is given back and the usage charged.
+	p.BatchSettle("acme", "openai", hold, &Usage{Input: 50, CacheRead: 30, CacheWrite: 10, Output: 40, Known: true}, 500_000, now)
 	if got := room(TokensPerDay); got != 900 {
 		t.Fatalf("tokens_per_day room after settling = %d; want 900", got)
 	}
@@ -61,7 +62,7 @@ func testBatchQuota(t *testing.T, p *Plan, settled func()) {
 		t.Fatalf("spend room after settling = %d; want 500000 µUSD", got)
 	}
 	// Spend used up: a batch is refused though tokens remain.
-	p.BatchSettle("acme", "openai", BatchHold{}, 0, 600_000, now)
+	p.BatchSettle("acme", "openai", BatchHold{}, &Usage{Known: true}, 600_000, now)
 	settled()
 	if _, r, _ := p.BatchReserve("acme", 10, now); r.OK || r.Denied != SpendPerDay {
 		t.Fatalf("reserve with spend used up = %+v; want refused by spend_per_day_usd", r)
@@ -77,7 +78,7 @@ func testBatchQuota(t *testing.T, p *Plan, settled func()) {
 	// A reservation of a past day is not given back to today.
 	yesterday := BatchHold{Tokens: 50, Day: hold.Day - 1, Month: hold.Month}
 	before := room(TokensPerDay)
-	p.BatchSettle("acme", "openai", yesterday, 0, 0, now)
+	p.BatchSettle("acme", "openai", yesterday, nil, 0, now)
 	if got := room(TokensPerDay); got != before {
 		t.Fatalf("settling yesterday's reservation changed today's room %d -> %d", before, got)
 	}
@@ -97,11 +98,13 @@ func TestBatchQuotaRedis(t *testing.T) {
 func TestBatchPrice(t *testing.T) {
 	cfg := testConfig(t, "", "", "    batch_prices:\n      gpt-4o: {input: 1, output: 3}\n")
 	_, p := memQuotas(t, cfg)
-	if pr, ok := p.BatchPrice("openai", []byte("gpt-4o")); !ok || pr != (Price{In: 1, Out: 3}) {
+	// A batch price without cache prices charges cache tokens at its input
+	// price, like any price.
+	if pr, ok := p.BatchPrice("openai", []byte("gpt-4o")); !ok || pr != (Price{In: 1, Out: 3, CacheRead: 1, CacheWrite: 1}) {
 		t.Fatalf("batch_prices = %+v, %v", pr, ok)
 	}
 	// No batch_prices: half of prices.
-	if pr, ok := p.BatchPrice("backup", []byte("gpt-4o")); !ok || pr != (Price{In: 0.5, Out: 0.5}) {
+	if pr, ok := p.BatchPrice("backup", []byte("gpt-4o")); !ok || pr != (Price{In: 0.5, Out: 0.5, CacheRead: 0.5, CacheWrite: 0.5}) {
 		t.Fatalf("half of prices = %+v, %v", pr, ok)
 	}
 	if _, ok := p.BatchPrice("nowhere", []byte("gpt-4o")); ok {

@@ -10,7 +10,7 @@ import (
 var familyHelp = map[string]string{
 	famRequests:    "API requests answered, by surface and HTTP status.",
 	famKeyRequests: "API requests answered, by client key name (empty without auth) and HTTP status.",
-	famTokens:      "Tokens reported in the usage of successful answers, by target, client key name (empty without auth) and kind (prompt, completion).",
+	famTokens:      "Tokens reported in the usage of successful answers, by target, client key name (empty without auth) and kind (input: uncached input, cache_read, cache_write, output).",
 	famAttempts:    "Upstream calls made, by target and outcome.",
 	famDuration:    "Duration of each upstream call in seconds (for a stream: until its first event), by target.",
 	famFailovers:   "Times the walk left a target for the next chain member, by target and the failure's class.",

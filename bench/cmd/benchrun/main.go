@@ -130,6 +130,8 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		b.batchUpload()
 	case "instructions":
 		b.instructions()
+	case "translation":
+		b.translationRows()
 	default:
 		b.scenarios()
 		b.sweep()
