@@ -310,3 +310,34 @@ func TestSocketClientLeavesWhileMessagesWait(t *testing.T) {
 		t.Fatal("the upstream call was not canceled 5 s after the client left")
 	}
 }
+
+// TestSocketFloodWhileStreaming: messages sent while a response streams
+// wait their turn (no second upstream call meanwhile) and are answered
+// one after another in the order sent, each a response of its own.
+func TestSocketFloodWhileStreaming(t *testing.T) {
+	a, _, _, _, base, _ := startSocketGateway(t, "", "")
+	release, _ := a.holdNext()
+	ws := dialSocket(t, base, socketKey)
+	send(t, ws, create("m-a", "", userItem("first")))
+	if e := readEvent(t, ws); e.typ() != "response.created" {
+		t.Fatalf("first event %v", e)
+	}
+	for i := range 8 {
+		send(t, ws, create("m-a", "", userItem(fmt.Sprint("flood ", i))))
+	}
+	if n := a.calls(); n != 1 {
+		t.Fatalf("%d upstream calls while the first response streams; want 1", n)
+	}
+	release()
+	readResponse(t, ws)
+	for i := range 8 {
+		got := readResponse(t, ws)
+		if got[len(got)-1].typ() != "response.completed" {
+			t.Fatalf("flood %d: %v", i, got[len(got)-1])
+		}
+		input, _ := json.Marshal(a.body(t, i+1)["input"])
+		if !jsonEqual(t, string(input), "["+userItem(fmt.Sprint("flood ", i))+"]") {
+			t.Fatalf("upstream call %d carried %s; want flood %d", i+1, input, i)
+		}
+	}
+}
