@@ -40,16 +40,16 @@ func maskedFrame(payload string) []byte {
 
 // rawUpgrade writes head (request line and headers, without the blank
 // line), the blank line and rest on a fresh connection to the gateway at
-// base, then reads the answer's head and whatever follows within a
-// moment.
-func rawUpgrade(t *testing.T, base, head string, rest []byte) (*http.Response, string) {
+// base, and reads the answer's head; the connection (closed at the end of
+// the test) and its reader are returned for what follows.
+func rawUpgrade(t *testing.T, base, head string, rest []byte) (*http.Response, *bufio.Reader) {
 	t.Helper()
 	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(c, head+"\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +59,7 @@ func rawUpgrade(t *testing.T, base, head string, rest []byte) (*http.Response, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = c.SetDeadline(time.Now().Add(300 * time.Millisecond))
-	b, _ := io.ReadAll(br)
-	return resp, string(b)
+	return resp, br
 }
 
 // TestSocketUpgradeFraming: an upgrade whose request carries a body (whose
@@ -91,9 +89,8 @@ func TestSocketUpgradeFraming(t *testing.T) {
 		{"Connection: close", strings.Replace(head("1.1", ""), "Connection: Upgrade", "Connection: Upgrade, close", 1), frame},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			resp, rest := rawUpgrade(t, base, c.head, c.rest)
-			if resp.StatusCode != 400 {
-				t.Fatalf("status %d (then %q); want 400", resp.StatusCode, rest)
+			if resp, _ := rawUpgrade(t, base, c.head, c.rest); resp.StatusCode != 400 {
+				t.Fatalf("status %d; want 400", resp.StatusCode)
 			}
 		})
 	}
@@ -101,9 +98,13 @@ func TestSocketUpgradeFraming(t *testing.T) {
 		t.Fatalf("%d smuggled responses reached the upstream; want none", n)
 	}
 	// The same frame after a plain upgrade is served.
-	resp, rest := rawUpgrade(t, base, head("1.1", ""), frame)
-	if resp.StatusCode != 101 || !strings.Contains(rest, "response.completed") || a.calls() != 1 {
-		t.Fatalf("plain upgrade: %d %q, %d calls", resp.StatusCode, rest, a.calls())
+	resp, br := rawUpgrade(t, base, head("1.1", ""), frame)
+	if resp.StatusCode != 101 {
+		t.Fatalf("plain upgrade: %d", resp.StatusCode)
+	}
+	readUntil(t, br, "response.completed")
+	if a.calls() != 1 {
+		t.Fatalf("plain upgrade: %d upstream calls; want 1", a.calls())
 	}
 }
 
