@@ -69,7 +69,7 @@ func stallingBedrock(t *testing.T, head []byte, half []byte) (base string, close
 
 // TestBedrockStreamStallsMidFrame: a Bedrock stream that stops in the
 // middle of a frame after its first events is cut (its silence is bounded
-// by the target's timeout and a quarter, here 500 ms, not by the 20 s the
+// by the target's timeout and a quarter, here 1.25 s, not by the 20 s the
 // client waits): the client gets Anthropic's error event and no
 // message_stop, and the upstream connection is closed.
 func TestBedrockStreamStallsMidFrame(t *testing.T) {
@@ -78,7 +78,7 @@ func TestBedrockStreamStallsMidFrame(t *testing.T) {
 	delta := invokeFrame(t, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"never whole"}}`)
 	head := append(invokeFrame(t, start), invokeFrame(t, block)...)
 	base, closed := stallingBedrock(t, head, delta[:len(delta)/2])
-	g := startRawGateway(t, "bedrock", base, "bedrock-api-key-0123456789", "400ms",
+	g := startRawGateway(t, "bedrock", base, "bedrock-api-key-0123456789", "1s",
 		"    region: us-east-1\n    model_map: {never-sent: us.anthropic.claude-sonnet-4-5-20250929-v1:0}\n")
 	resp, body := g.rawPost(t, "/v1/messages", `{"model":"never-sent","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	if resp.StatusCode != 200 || !strings.Contains(body, "event: content_block_start") {
