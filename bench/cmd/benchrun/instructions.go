@@ -59,25 +59,41 @@ func (b *bench) instructions() {
 		b    []byte
 	}
 	bodies := []body{{"190 B", instrBody190}, {"1 KB", chatBodyOfSize(1 << 10)}}
+	var only *regexp.Regexp
+	if b.o.rows != "" {
+		var err error
+		if only, err = regexp.Compile(b.o.rows); err != nil {
+			b.sections = append(b.sections, "## Instructions per request\n\nskipped: -rows: "+err.Error()+"\n")
+			return
+		}
+	}
 	var rows []*instrRow
 	keys := oneRule(b.primary.addr)
 	keys.yaml = clientKeysYAML
+	kh := [][2]string{{"Authorization", "Bearer " + benchClientKey}}
 	for _, bd := range bodies {
-		bare := b.instrRun("bare proxy", bd.name, bd.b, nil, func(wrap string) (*proxy, error) {
-			return b.bareWith(wrap, b.primary.addr)
-		})
-		sy := b.instrRun(rowSy1, bd.name, bd.b, nil, func(wrap string) (*proxy, error) {
-			c := oneRule(b.primary.addr)
-			c.bin = wrap
-			return b.switchyard(c)
-		})
-		kh := [][2]string{{"Authorization", "Bearer " + benchClientKey}}
-		sk := b.instrRun(rowSy1+", client keys", bd.name, bd.b, kh, func(wrap string) (*proxy, error) {
-			c := keys
-			c.bin = wrap
-			return b.switchyard(c)
-		})
-		rows = append(rows, bare, sy, sk)
+		for _, r := range []struct {
+			name    string
+			headers [][2]string
+			start   func(wrap string) (*proxy, error)
+		}{
+			{"bare proxy", nil, func(wrap string) (*proxy, error) { return b.bareWith(wrap, b.primary.addr) }},
+			{rowSy1, nil, func(wrap string) (*proxy, error) {
+				c := oneRule(b.primary.addr)
+				c.bin = wrap
+				return b.switchyard(c)
+			}},
+			{rowSy1 + ", client keys", kh, func(wrap string) (*proxy, error) {
+				c := keys
+				c.bin = wrap
+				return b.switchyard(c)
+			}},
+		} {
+			if only != nil && !only.MatchString(r.name+", "+bd.name) {
+				continue
+			}
+			rows = append(rows, b.instrRun(r.name, bd.name, bd.b, r.headers, r.start))
+		}
 	}
 	b.sections = append(b.sections, instrSection(rows))
 }
@@ -152,7 +168,29 @@ func (b *bench) instrRun(name, bodyName string, body []byte, headers [][2]string
 		return r
 	}
 	r.fns, r.total, r.err = readCallgrind(b, file, instrRequests)
+	if b.o.keepCallgrind != "" && r.err == nil {
+		r.err = keepDump(file, b.o.keepCallgrind, name+", "+bodyName)
+	}
 	return r
+}
+
+// keepDump copies a counted dump into dir as a file named after its row,
+// for a closer look (callgrind_annotate --inclusive=yes --tree=caller).
+func keepDump(file, dir, row string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, row)
+	return os.WriteFile(filepath.Join(dir, "callgrind."+name+".out"), data, 0o644)
 }
 
 // bareWith starts the bare proxy through the wrapper script wrap.
@@ -267,9 +305,17 @@ func instrSection(rows []*instrRow) string {
 		t.add(r.name, r.body, fmt.Sprintf("%.0f", r.total), ratio)
 	}
 	s.WriteString(t.String())
-	for i := 0; i+1 < len(rows); i += 3 {
-		bare, sy := rows[i], rows[i+1]
-		if bare.err != nil || sy.err != nil {
+	for _, sy := range rows {
+		if sy.name != rowSy1 || sy.err != nil {
+			continue
+		}
+		var bare *instrRow
+		for _, r := range rows {
+			if r.name == "bare proxy" && r.body == sy.body && r.err == nil {
+				bare = r
+			}
+		}
+		if bare == nil {
 			continue
 		}
 		fmt.Fprintf(&s, "### Where the 1-rule row's extra instructions go (%s body)\n\n", sy.body)

@@ -23,6 +23,7 @@ import (
 
 type options struct {
 	out, switchyard, only       string
+	rows, keepCallgrind         string
 	duration, warmup, sweepStep time.Duration
 	conns, idleConns, rules     int
 	profileSeconds              int
@@ -67,6 +68,8 @@ func main() {
 	flag.BoolVar(&o.pin, "pin", true, "pin the proxy to CPU 0 and the mocks and driver to CPU 1 (needs 2+ CPUs)")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 8, "seconds of each proxy's CPU profile (0: none)")
 	flag.StringVar(&o.only, "only", "", "run one group: sizes, features, streams, profile or instructions; default all")
+	flag.StringVar(&o.rows, "rows", "", "instructions: count only the rows whose \"ROW, BODY\" matches this regexp (e.g. '1 rule, 190'); default all")
+	flag.StringVar(&o.keepCallgrind, "keep-callgrind", "", "instructions: copy each row's counted callgrind dump into this directory, for callgrind_annotate")
 	flag.Parse()
 
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
