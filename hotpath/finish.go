@@ -58,7 +58,7 @@ func acquireTracker(g *Gateway, rc *fasthttp.RequestCtx, s router.Surface, sc *s
 	tr := trackerPool.Get().(*tracker)
 	tr.g = g
 	tr.start = rc.Time()
-	tr.reqID = append(tr.reqID[:0], rc.Response.Header.Peek(headerRequestID)...)
+	tr.reqID = append(tr.reqID[:0], sc.call.RequestID...)
 	tr.model = append(tr.model[:0], sc.peek.Model...)
 	tr.traceID = append(tr.traceID[:0], upstream.TraceIDOf(sc.call.TraceParent)...)
 	tr.names = tr.names[:0]

@@ -108,8 +108,6 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	// every connection of the process down. An open-coded defer costs
 	// next to nothing on the fast path.
 	defer g.recoverPanic(rc)
-	// Every answer carries an X-Request-Id, probes' included.
-	setRequestID(rc)
 	// While draining (from SIGTERM on, server.drain_delay included), each
 	// answer asks its keep-alive client to reconnect: the next request goes
 	// through the load balancer to a replica that is staying, instead of
@@ -140,7 +138,10 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	hp := headPool.Get().(*head)
 	defer putHead(hp)
 	h := hp
-	if why := g.screenRequest(rc, st, h); why != refusedNone {
+	h.scan(&rc.Request.Header)
+	// Every answer carries an X-Request-Id, probes' included.
+	h.setRequestID(rc)
+	if why := screenHead(rc, st, h, g.onLoopback(rc)); why != refusedNone {
 		g.refuse(rc, r, why, true)
 		return
 	}
@@ -375,7 +376,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		return false
 	}
 
-	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens, Fence: sc.key.fenceOf()}
+	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens, Fence: sc.key.fenceOf(), RequestID: h.id}
 	sc.call.TraceParent, sc.call.TraceState = h.trace()
 	if sc.quota.Active() {
 		sc.call.Quota = &sc.quota

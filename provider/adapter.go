@@ -118,6 +118,10 @@ type Call struct {
 	// forward, as TraceContext returned them (validated; nil = none).
 	// Borrowed like Body.
 	TraceParent, TraceState []byte
+	// RequestID is the X-Request-Id the client's answer carries, forwarded
+	// upstream (nil: the walk reads it from the answer's header). Borrowed
+	// like Body.
+	RequestID []byte
 	// Quota checks each member's own limits as the walk reaches it; nil =
 	// none (docs/quotas.md).
 	Quota MemberQuota
