@@ -93,9 +93,11 @@ type Endpoint struct {
 	// Token supplies an OAuth 2.0 access token (azure with Entra ID client
 	// credentials, vertex); nil = none.
 	Token *TokenSource
-	// uris holds the adapter's fixed request URIs, parsed once (see
-	// PrepareURIs); nil in an Endpoint built by hand: parsed per attempt.
-	uris endpointURIs
+	// uris holds the adapter's fixed request URIs, parsed once, and bearer
+	// "Bearer <APIKey>" (see Prepare); nil in an Endpoint built by hand:
+	// built per attempt.
+	uris   endpointURIs
+	bearer []byte
 }
 
 // Call describes one proxied request; every attempt of a walk shares it.
