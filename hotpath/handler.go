@@ -110,17 +110,18 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	// function whose returns times defers pass 15 gets frame-based ones
 	// (about 300 instructions a request here).
 	defer g.recoverPanic(rc)
-	// The head is pooled rather than on this frame: a committed stream is
-	// relayed beneath it, and its bytes would stay on that stack for the
-	// stream's life (TestCommittedStreamStack).
-	h := headPool.Get().(*head)
-	defer putHead(h)
-	g.serve(rc, h)
+	// The request's working memory (its head among it) is pooled rather
+	// than on this frame: a committed stream is relayed beneath it, and
+	// its bytes would stay on that stack for the stream's life
+	// (TestCommittedStreamStack).
+	sc := scratchPool.Get().(*scratch)
+	defer releaseScratch(sc)
+	g.serve(rc, sc)
 }
 
-// serve is Handler's body; h is the pooled record of the request's header
-// section, filled here.
-func (g *Gateway) serve(rc *fasthttp.RequestCtx, h *head) {
+// serve is Handler's body, on the request's pooled scratch.
+func (g *Gateway) serve(rc *fasthttp.RequestCtx, sc *scratch) {
+	h := &sc.head
 	// While draining (from SIGTERM on, server.drain_delay included), each
 	// answer asks its keep-alive client to reconnect: the next request goes
 	// through the load balancer to a replica that is staying, instead of
@@ -164,7 +165,7 @@ func (g *Gateway) serve(rc *fasthttp.RequestCtx, h *head) {
 			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
 		}
-		g.proxy(rc, st, s, r == routeCountTokens, h)
+		g.proxy(rc, st, s, r == routeCountTokens, sc)
 		return
 	}
 	// The gateway's own endpoints answer GET (and HEAD, which fasthttp
@@ -216,10 +217,12 @@ func (g *Gateway) serve(rc *fasthttp.RequestCtx, h *head) {
 	}
 }
 
-// scratch is the per-request working memory of proxy: the body peek, the
-// metadata parser, the candidate list and the walk's Call. Pooled so a
-// request allocates none of them.
+// scratch is the per-request working memory of Handler: the header
+// section's record and, for proxy, the body peek, the metadata parser, the
+// candidate list and the walk's Call. Pooled so a request allocates none
+// of them.
 type scratch struct {
+	head  head
 	peek  peek
 	meta  router.MetadataParser
 	rule  int
@@ -240,9 +243,11 @@ type scratch struct {
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
 
 // proxy serves one API request on surface s with State st (countTokens:
-// POST /v1/messages/count_tokens) and header section h: peek, route, walk,
-// write. Handler has set X-Request-Id and screened the request.
-func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool, h *head) {
+// POST /v1/messages/count_tokens) and scratch sc, its head filled: peek,
+// route, walk, write. Handler has set X-Request-Id and screened the
+// request.
+func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool, sc *scratch) {
+	h := &sc.head
 	if st == nil {
 		writeNoConfig(rc)
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
@@ -259,8 +264,6 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 		g.finishKeyed(rc, s, telemetry.RuleNotRouted, nil, keyName(key))
 		return
 	}
-	sc := scratchPool.Get().(*scratch)
-	defer releaseScratch(sc)
 	sc.key = key
 	if !routeHead(rc, st, s, countTokens, sc, h) || g.previousRefused(rc, s, key, sc.call.Body) {
 		g.finishKeyed(rc, s, sc.rule, sc.peek.Model, keyName(key))
@@ -396,6 +399,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 }
 
 func releaseScratch(sc *scratch) {
+	sc.head = head{}
 	if sc.quota.Active() { // a request that never walked gives back what it held
 		sc.quota.Finish("", false, 0, 0, false, time.Now())
 	}
