@@ -168,8 +168,10 @@ func Open(opt Options) (*Log, error) {
 // resume opens the current file for appending and finds the chain's head.
 func (l *Log) resume() error {
 	last, err := lastLine(l.opt.Path, true)
-	if errors.Is(err, os.ErrNotExist) {
-		// Rotated, then stopped before a line reached the new file.
+	if errors.Is(err, os.ErrNotExist) || (err == nil && last == nil) {
+		// Rotated, then stopped before a whole line reached the new file
+		// (which may not exist yet, or be empty): the chain's head is the
+		// last line of the newest rotated file.
 		if rotated := l.rotatedFiles(); len(rotated) > 0 {
 			last, err = lastLine(rotated[len(rotated)-1], false)
 		} else {

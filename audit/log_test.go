@@ -227,6 +227,55 @@ func TestLogResumesAfterAPartialLine(t *testing.T) {
 	}
 }
 
+// TestLogResumesAfterRotationWithEmptyFile: a crash right after a rotation
+// leaves the current file empty (created, no line yet) or holding only a
+// partial first line; the next start continues the chain from the newest
+// rotated file's last line instead of starting a new chain at seq 1.
+func TestLogResumesAfterRotationWithEmptyFile(t *testing.T) {
+	for _, tail := range []string{"", `{"time":"2026-`} {
+		priv, pub := testKey(t)
+		path := filepath.Join(t.TempDir(), "audit.jsonl")
+		l, err := Open(Options{Path: path, Key: priv, MaxFileBytes: 4 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeLines(t, l, 0, 40)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		set := logSet(t, path)
+		if len(set) < 3 {
+			t.Fatalf("files %v; want a rotated set", set)
+		}
+		// The crash: the current file rotated away (renamed after its first
+		// line's seq, as rotate names it) and the new one as rotate leaves
+		// it before its first whole line.
+		cur, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := seqOf(cur[:bytes.IndexByte(cur, '\n')+1])
+		if err := os.Rename(path, filepath.Join(filepath.Dir(path), fmt.Sprintf("audit-%012d.jsonl", first))); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(tail), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err = Open(Options{Path: path, Key: priv, MaxFileBytes: 4 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeLines(t, l, 40, 40)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Verify(pub, logSet(t, path))
+		if err != nil || r.Records != 80 {
+			t.Fatalf("tail %q: report %+v err %v; want one chain of 80 records", tail, r, err)
+		}
+	}
+}
+
 func TestLogNamesARefusedMember(t *testing.T) {
 	priv, _ := testKey(t)
 	path := filepath.Join(t.TempDir(), "audit.jsonl")

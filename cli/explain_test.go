@@ -273,15 +273,16 @@ func TestExplain(t *testing.T) {
 			},
 		},
 		{
-			name: "messages is served by anthropic alone",
-			args: []string{"-model", "claude-x", "-surface", "messages", "-stream", "-user", "bob"},
+			// Bedrock serves messages too: Claude through InvokeModel.
+			name: "messages is served by anthropic, then bedrock",
+			args: []string{"-model", "claude-sonnet-4", "-surface", "messages", "-stream", "-user", "bob"},
 			want: []string{
-				`request: messages model "claude-x", user "bob", stream true, tools false, no metadata`,
+				`request: messages model "claude-sonnet-4", user "bob", stream true, tools false, no metadata`,
 				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
 				`chain: anthropic, bedrock`,
 				`member anthropic: provider anthropic, serves model yes, serves surface yes: candidate`,
-				`member bedrock: provider bedrock, serves model yes, serves surface no: not a candidate`,
-				`outcome: routes to anthropic`,
+				`member bedrock: provider bedrock, serves model yes, serves surface yes: candidate, sends model "us.anthropic.claude-sonnet-4-v1:0"`,
+				`outcome: routes to anthropic, then bedrock on provider failure`,
 			},
 		},
 		{

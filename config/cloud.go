@@ -236,6 +236,8 @@ func (t *Target) specific(key string) string {
 		return t.AWSSecretAccessKey
 	case "aws_session_token":
 		return t.AWSSessionToken
+	case "anthropic_betas":
+		return strings.Join(t.AnthropicBetas, ",")
 	case "azure_api_version":
 		return t.AzureAPIVersion
 	case "azure_deployment_type":

@@ -26,6 +26,14 @@ const (
 	DefaultMaxRequestBytes = 10 << 20
 	DefaultRequestTimeout  = 300 * time.Second
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultWebSocketMessageBytes and DefaultWebSocketIdle are
+	// server.websocket's defaults; the Min and Max bound them.
+	DefaultWebSocketMessageBytes = 16 << 20
+	DefaultWebSocketIdle         = 5 * time.Minute
+	MinWebSocketMessageBytes     = 1 << 10
+	MaxWebSocketMessageBytes     = 1 << 30
+	MinWebSocketIdle             = time.Second
+	MaxWebSocketIdle             = 24 * time.Hour
 	// MaxDrainDelay bounds server.drain_delay: load balancers notice a
 	// failing readiness check within seconds; minutes of delay only hold
 	// a rollout up.
@@ -356,12 +364,13 @@ func syntaxProblem(file string, err error) Problem {
 var (
 	topKeys    = []string{"server", "log", "strategy", "targets", "auth", "quotas", "audit", "admin", "tracing"}
 	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch",
-		"reduce_memory_usage", "allowed_hosts", "allowed_origins"}
+		"reduce_memory_usage", "allowed_hosts", "allowed_origins", "websocket"}
+	websocketKeys = []string{"max_message_bytes", "idle_timeout"}
 	logKeys       = []string{"level", "format", "access_log"}
 	strategyKeys  = []string{"mode", "conditions"}
 	conditionKeys = []string{"key", "field", "value", "target_key", "target_keys"}
 	targetKeys    = []string{"virtual_key", "provider", "base_url", "api_key", "region",
-		"aws_access_key_id", "aws_secret_access_key", "aws_session_token",
+		"aws_access_key_id", "aws_secret_access_key", "aws_session_token", "anthropic_betas",
 		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency", "limits", "prices", "residency"}
 	targetKeysAll   = append(slices.Clone(targetKeys), cloudKeys...)
 	retryKeys       = []string{"attempts", "on_status_codes", "initial_backoff_ms"}
@@ -379,6 +388,7 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 			MaxRequestBytes: DefaultMaxRequestBytes,
 			RequestTimeout:  DefaultRequestTimeout,
 			ShutdownTimeout: DefaultShutdownTimeout,
+			WebSocket:       WebSocket{MaxMessageBytes: DefaultWebSocketMessageBytes, IdleTimeout: DefaultWebSocketIdle},
 		},
 		Log: Log{Level: DefaultLogLevel, Format: DefaultLogFormat, AccessLog: true},
 	}
@@ -395,6 +405,9 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 	d.setBool(srv, "server", "reduce_memory_usage", &cfg.Server.ReduceMemoryUsage)
 	d.setStrList(srv, "server", "allowed_hosts", "host names", &cfg.Server.AllowedHosts)
 	d.setStrList(srv, "server", "allowed_origins", "origins", &cfg.Server.AllowedOrigins)
+	ws := d.fields(srv["websocket"], "server.websocket", "server.websocket", websocketKeys...)
+	d.setInt(ws, "server.websocket", "max_message_bytes", &cfg.Server.WebSocket.MaxMessageBytes)
+	d.setDuration(ws, "server.websocket", "idle_timeout", &cfg.Server.WebSocket.IdleTimeout)
 
 	lg := d.fields(top["log"], "log", "log", logKeys...)
 	d.setStr(lg, "log", "level", &cfg.Log.Level)
@@ -478,6 +491,7 @@ func (d *decoder) decodeTarget(n ast.Node, path string) Target {
 	d.setStr(m, path, "aws_access_key_id", &t.AWSAccessKeyID)
 	d.setStr(m, path, "aws_secret_access_key", &t.AWSSecretAccessKey)
 	d.setStr(m, path, "aws_session_token", &t.AWSSessionToken)
+	d.setStrList(m, path, "anthropic_betas", "beta flags", &t.AnthropicBetas)
 	d.decodeCloud(m, path, &t.Cloud)
 	d.setStrList(m, path, "models", "model ids or prefix* patterns", &t.Models)
 	d.setStrMap(m, path, "model_map", &t.ModelMap)

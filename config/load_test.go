@@ -94,7 +94,8 @@ targets:
     base_url: http://127.0.0.1:8000/v1/
 `
 	cfg := mustParse(t, src, noEnv)
-	wantServer := Server{Listen: "127.0.0.1:8080", MaxRequestBytes: 10485760, RequestTimeout: 300 * time.Second, ShutdownTimeout: 30 * time.Second}
+	wantServer := Server{Listen: "127.0.0.1:8080", MaxRequestBytes: 10485760, RequestTimeout: 300 * time.Second, ShutdownTimeout: 30 * time.Second,
+		WebSocket: WebSocket{MaxMessageBytes: 16 << 20, IdleTimeout: 5 * time.Minute}}
 	if !reflect.DeepEqual(cfg.Server, wantServer) {
 		t.Errorf("server = %+v; want %+v", cfg.Server, wantServer)
 	}
@@ -130,8 +131,15 @@ targets:
 	}
 	cfg = mustParse(t, minimal+"server: {reduce_memory_usage: true}\n", noEnv)
 	if want := (Server{Listen: DefaultListen, MaxRequestBytes: DefaultMaxRequestBytes, RequestTimeout: DefaultRequestTimeout,
-		ShutdownTimeout: DefaultShutdownTimeout, ReduceMemoryUsage: true}); !reflect.DeepEqual(cfg.Server, want) {
+		ShutdownTimeout: DefaultShutdownTimeout, ReduceMemoryUsage: true,
+		WebSocket: WebSocket{MaxMessageBytes: DefaultWebSocketMessageBytes, IdleTimeout: DefaultWebSocketIdle}}); !reflect.DeepEqual(cfg.Server, want) {
 		t.Errorf("server with reduce_memory_usage: true = %+v; want %+v", cfg.Server, want)
+	}
+
+	// server.websocket decodes as written; a key left out keeps its default.
+	cfg = mustParse(t, minimal+"server: {websocket: {max_message_bytes: 4096}}\n", noEnv)
+	if ws := cfg.Server.WebSocket; ws.MaxMessageBytes != 4096 || ws.IdleTimeout != DefaultWebSocketIdle {
+		t.Errorf("server.websocket = %+v; want 4096 bytes, the default idle timeout", ws)
 	}
 
 	// drain_delay and config_watch default to 0 (above) and decode as written.
@@ -344,7 +352,7 @@ targets:
 	wantTargets := []router.TargetSpec{
 		{Name: "a", Provider: "openai", Surfaces: router.AllSurfaces &^ (1 << router.SurfaceMessages), Models: []string{"gpt-4o", "gpt-5*"}},
 		{Name: "b", Provider: "anthropic", Surfaces: chat | 1<<router.SurfaceMessages},
-		{Name: "c", Provider: "bedrock", Surfaces: chat, MappedModels: []string{"m", "z"}},
+		{Name: "c", Provider: "bedrock", Surfaces: chat | 1<<router.SurfaceMessages, MappedModels: []string{"m", "z"}},
 	}
 	if !reflect.DeepEqual(targets, wantTargets) {
 		t.Errorf("targets\n got  %+v\n want %+v", targets, wantTargets)
@@ -366,7 +374,7 @@ func TestProviderSurfaces(t *testing.T) {
 	}{
 		{"openai", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages, router.SurfaceResponses}},
 		{"anthropic", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
-		{"bedrock", []router.Surface{router.SurfaceChat}},
+		{"bedrock", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
 		{"mistral", nil},
 	} {
 		set := ProviderSurfaces(tc.provider)

@@ -76,6 +76,23 @@ type Server struct {
 	// lowercased at load) whose requests are served; a request with any
 	// other Origin header is 403. nil = none.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// WebSocket holds the limits of Responses API sockets (GET
+	// /v1/responses upgraded; docs/api.md, Responses over WebSocket).
+	WebSocket WebSocket `yaml:"websocket"`
+}
+
+// WebSocket holds the limits of a Responses API socket. Both are read for
+// each message, so a reload applies to open sockets from their next one.
+type WebSocket struct {
+	// MaxMessageBytes caps one client message; a larger one is answered
+	// with an error event and the socket is closed (1009). A socket
+	// remembers at most 4x this of its last response. Default 16 MiB;
+	// MinWebSocketMessageBytes to MaxWebSocketMessageBytes.
+	MaxMessageBytes int `yaml:"max_message_bytes"`
+	// IdleTimeout closes a socket that has carried no message and no
+	// response for this long. Default 5m; MinWebSocketIdle to
+	// MaxWebSocketIdle.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // Log holds logging settings.
@@ -169,6 +186,11 @@ type Target struct {
 	AWSAccessKeyID     string `yaml:"aws_access_key_id"`
 	AWSSecretAccessKey string `yaml:"aws_secret_access_key"`
 	AWSSessionToken    string `yaml:"aws_session_token"`
+	// AnthropicBetas are the anthropic-beta flags a bedrock target passes
+	// to Claude on the messages surface (docs/providers.md, Claude Code on
+	// Bedrock). nil = the flags Bedrock documents
+	// (provider.BedrockAnthropicBetas); empty = none.
+	AnthropicBetas []string `yaml:"anthropic_betas"`
 	// Cloud holds the azure and vertex keys (config/cloud.go).
 	Cloud `yaml:",inline"`
 	// Models lists exact ids and "prefix*" patterns served. nil = any model;

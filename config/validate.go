@@ -133,6 +133,10 @@ func (d *decoder) validateServer(cfg *Config) {
 		d.problemf("server.config_watch", "%s is out of range; want 0s (off) or %s to %s, such as \"5s\"", w, MinConfigWatch, MaxConfigWatch)
 	}
 	d.validateBrowserLists(s)
+	d.intRange("server.websocket.max_message_bytes", s.WebSocket.MaxMessageBytes, MinWebSocketMessageBytes, MaxWebSocketMessageBytes)
+	if t := s.WebSocket.IdleTimeout; t < MinWebSocketIdle || t > MaxWebSocketIdle {
+		d.problemf("server.websocket.idle_timeout", "%s is out of range; want %s to %s, such as \"5m\"", t, MinWebSocketIdle, MaxWebSocketIdle)
+	}
 	switch cfg.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -275,6 +279,7 @@ func (d *decoder) validateCredentials(t *Target, path string) {
 	if t.APIKey != "" && (id || secret) {
 		d.problemf(p("api_key"), "both api_key and AWS keys are set; want one credential: api_key (a Bedrock API key) or aws_access_key_id/aws_secret_access_key")
 	}
+	d.validateAnthropicBetas(t.AnthropicBetas, p("anthropic_betas"))
 	if t.Region != "" && !validRegion(t.Region) {
 		d.problemf(p("region"), "%s is not an AWS region; want lowercase letters and digits in hyphen-separated parts, such as us-east-1",
 			quoteShort(t.Region))
@@ -283,6 +288,41 @@ func (d *decoder) validateCredentials(t *Target, path string) {
 	} else if t.Region == "" && (id || secret) && regionOfBedrockURL(t.BaseURL) == "" {
 		d.problemf(p("region"), "region is required to sign requests with AWS keys (SigV4); want an AWS region such as us-east-1")
 	}
+}
+
+// validateAnthropicBetas checks a bedrock target's anthropic_betas: at most
+// provider.MaxAnthropicBetas flags, each once, each one flag as clients
+// write them in anthropic-beta (no space or comma, which split a header's
+// list, no quote or control character).
+func (d *decoder) validateAnthropicBetas(betas []string, path string) {
+	if len(betas) > provider.MaxAnthropicBetas {
+		d.problemf(path, "%d beta flags; want at most %d", len(betas), provider.MaxAnthropicBetas)
+		return
+	}
+	for i, b := range betas {
+		at := index(path, i)
+		switch {
+		case d.decodeBad[at]:
+		case !betaFlag(b):
+			d.problemf(at, "%s is not a beta flag; want one flag such as interleaved-thinking-2025-05-14 (letters, digits, '-', '_' or '.')", quoteShort(b))
+		case slices.Index(betas, b) < i:
+			d.problemf(at, "%s is listed twice; want each flag once", quoteShort(b))
+		}
+	}
+}
+
+// betaFlag reports whether s has the shape of an anthropic-beta flag.
+func betaFlag(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 // validRegion reports whether r has the shape of an AWS region name

@@ -71,6 +71,10 @@ func TestValidationProblems(t *testing.T) {
 			[]want{{"server.request_timeout", 4, "0s", `0s is out of range; want a duration above 0, such as "300s"`}}},
 		{"request_timeout negative", "request_timeout: 300s", "request_timeout: -5s",
 			[]want{{"server.request_timeout", 4, "-5s", `-5s is out of range; want a duration above 0, such as "300s"`}}},
+		{"websocket max_message_bytes too small", "shutdown_timeout: 30s", "shutdown_timeout: 30s\n  websocket:\n    max_message_bytes: 100",
+			[]want{{"server.websocket.max_message_bytes", 7, "100", "100 is out of range; want 1024 to 1073741824"}}},
+		{"websocket idle_timeout 0", "shutdown_timeout: 30s", "shutdown_timeout: 30s\n  websocket: {idle_timeout: 0s}",
+			[]want{{"server.websocket.idle_timeout", 6, "0s", `0s is out of range; want 1s to 24h0m0s, such as "5m"`}}},
 		{"shutdown_timeout 0", "shutdown_timeout: 30s", "shutdown_timeout: 0s",
 			[]want{{"server.shutdown_timeout", 5, "0s", `0s is out of range; want a duration above 0, such as "30s"`}}},
 		{"drain_delay negative", "shutdown_timeout: 30s", "shutdown_timeout: 30s\n  drain_delay: -1s",
@@ -202,6 +206,14 @@ func TestValidationProblems(t *testing.T) {
 			[]want{{"targets[1].aws_session_token", 33, "@@tok", "aws_session_token is set without aws_access_key_id and aws_secret_access_key; want it only with them"}}},
 		{"bedrock api_key and aws keys", "region: us-east-1\n", "region: us-east-1\n    api_key: brk\n",
 			[]want{{"targets[1].api_key", 33, "brk", "both api_key and AWS keys are set; want one credential: api_key (a Bedrock API key) or aws_access_key_id/aws_secret_access_key"}}},
+		{"anthropic_betas on openai", "provider: openai\n", "provider: openai\n    anthropic_betas: [context-1m-2025-08-07]\n",
+			[]want{{"targets[0].anthropic_betas", 23, "[context", "anthropic_betas is only for provider bedrock; this target's provider is openai"}}},
+		{"anthropic_betas with a comma list", "region: us-east-1\n", "region: us-east-1\n    anthropic_betas: [a-1, \"b-1,c-1\"]\n",
+			[]want{{"targets[1].anthropic_betas[1]", 33, `"b-1`, `"b-1,c-1" is not a beta flag; want one flag such as interleaved-thinking-2025-05-14 (letters, digits, '-', '_' or '.')`}}},
+		{"anthropic_betas empty flag", "region: us-east-1\n", "region: us-east-1\n    anthropic_betas: [\"\"]\n",
+			[]want{{"targets[1].anthropic_betas[0]", 33, `""`, `"" is not a beta flag; want one flag such as interleaved-thinking-2025-05-14 (letters, digits, '-', '_' or '.')`}}},
+		{"anthropic_betas twice", "region: us-east-1\n", "region: us-east-1\n    anthropic_betas: [a-1, b-1, a-1]\n",
+			[]want{{"targets[1].anthropic_betas[2]", 33, "a-1]", `"a-1" is listed twice; want each flag once`}}},
 		{"models empty list", `models: [gpt-4o, "gpt-5*"]`, "models: []",
 			[]want{{"targets[0].models", 24, "[]", "models is empty, so the target would serve no model; omit models to serve any model, or list model ids"}}},
 		{"models empty entry", `models: [gpt-4o, "gpt-5*"]`, `models: [gpt-4o, ""]`,
@@ -286,6 +298,25 @@ func TestBedrockSigV4RegionFromURL(t *testing.T) {
 	} {
 		if got := regionOfBedrockURL(base); got != want {
 			t.Errorf("regionOfBedrockURL(%q) = %q, want %q", base, got, want)
+		}
+	}
+}
+
+// anthropic_betas: absent is nil (Bedrock's documented flags), [] is an
+// empty list (none), a list is kept as written.
+func TestBedrockAnthropicBetasDecode(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{"", nil},
+		{"    anthropic_betas: []\n", []string{}},
+		{"    anthropic_betas: [context-1m-2025-08-07, my.flag_2]\n", []string{"context-1m-2025-08-07", "my.flag_2"}},
+	} {
+		cfg := mustParse(t, baseYAML+tc.line, noEnv)
+		got := cfg.Targets[1].AnthropicBetas
+		if (got == nil) != (tc.want == nil) || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%q: %#v, want %#v", tc.line, got, tc.want)
 		}
 	}
 }

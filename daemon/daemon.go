@@ -30,6 +30,7 @@ import (
 	"github.com/switchyard/switchyard/deadline"
 	"github.com/switchyard/switchyard/hotpath"
 	"github.com/switchyard/switchyard/quota"
+	"github.com/switchyard/switchyard/responsesws"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/upstream"
 )
@@ -87,7 +88,9 @@ type Daemon struct {
 	down bool
 	gw   *hotpath.Gateway
 	srv  *fasthttp.Server
-	tel  tele // metrics and access log hooks
+	// ws serves Responses API sockets through srv (docs/api.md).
+	ws  *responsesws.Server
+	tel tele // metrics and access log hooks
 	// quotas counts rate limits and budgets; quotaCfg is the config whose
 	// quotas.store and quotas.redis it was built from (restart-only).
 	quotas   *quota.Quotas
@@ -177,6 +180,8 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 	}
 	d.tel.targets(st)
 	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()}, d.reduceMemory)
+	d.ws = responsesws.New(d.srv, func() config.WebSocket { return d.gw.Load().Config.Server.WebSocket }, log)
+	d.gw.ResponsesSocket = d.ws.Upgrade
 	warnOpen(log, d.bind, cfg)
 	log.Info().Str("file", cfgPath).Str("config_hash", d.hash).
 		Int("rules", len(cfg.Strategy.Conditions)).Int("targets", len(cfg.Targets)).
@@ -267,9 +272,18 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 		d.ln.Close() // fasthttp closes it too once registered; a second Close is harmless
 	}
 	d.lnMu.Unlock()
+	// Sockets are hijacked connections, which the server no longer
+	// counts: they drain on their own (each finishes its response, then
+	// closes with 1001), while their bridged responses keep the server's
+	// drain waiting.
+	sockets := make(chan error, 1)
+	go func() { sockets <- d.ws.Shutdown(ctx) }()
 	err := d.srv.ShutdownWithContext(ctx)
 	if errors.Is(err, net.ErrClosed) {
 		err = nil // the listener closed above; the drain itself ran to its end
+	}
+	if werr := <-sockets; err == nil {
+		err = werr
 	}
 	return err
 }

@@ -37,7 +37,8 @@ const (
 // surfacesYAML pins both surfaces by the same rules: user (the body's user
 // on responses, metadata.user_id on messages) vip → [ant2, oa2]; metadata
 // tier gold → [ant2, oa2]; claude-* → [ant1, ant2]; gpt-* → [oa1, oa2];
-// bedrock-only → the bedrock target, which serves neither surface.
+// bedrock-only → the bedrock target, which serves messages for Claude
+// ids only and not responses.
 // Arguments: oa1, oa2 base URLs, ant1, ant2 roots.
 const surfacesYAML = `server:
   listen: 127.0.0.1:0
@@ -345,7 +346,9 @@ func TestMessagesSDKErrors(t *testing.T) {
 		typ    string
 	}{
 		{"mistral-large", 404, "not_found_error"}, // fallback oa1 does not serve it: model_not_found
-		{"bedrock-only", 404, "not_found_error"},  // bed serves it, not messages: unsupported_endpoint
+		// bed serves messages, natively for Claude ids only: "bedrock-only"
+		// is refused before any call.
+		{"bedrock-only", 400, "invalid_request_error"},
 	} {
 		_, err := e.ant.Messages.New(ctx, messageParams(tc.model))
 		ae := anthropicAPIError(t, err)

@@ -49,6 +49,8 @@ type tracker struct {
 	streamTook time.Duration
 	// quota is the request's quota state, settled when the answer ends.
 	quota quota.Request
+	// dropped owns entry.DroppedTools.
+	dropped []byte
 }
 
 var trackerPool = sync.Pool{New: func() any { return &tracker{} }}
@@ -155,6 +157,20 @@ func (tr *tracker) StreamEnd(r upstream.Result, took time.Duration) {
 	tr.streamRes, tr.streamTook = r, took
 	tr.done()
 }
+
+// noteDropped copies the answer's X-Gateway-Dropped-Tools header, set by a
+// translating adapter, into the record. Called before walkReturned, while
+// the handler still owns rc.
+func (tr *tracker) noteDropped(rc *fasthttp.RequestCtx) {
+	tr.dropped = append(tr.dropped[:0], rc.Response.Header.Peek(headerDroppedTools)...)
+	if len(tr.dropped) > 0 {
+		tr.entry.DroppedTools = tr.dropped
+	}
+}
+
+// headerDroppedTools names the hosted tools a translation dropped
+// (docs/api.md).
+const headerDroppedTools = "X-Gateway-Dropped-Tools"
 
 // walkReturned records Walk's result; for a committed stream the record waits for
 // StreamEnd.

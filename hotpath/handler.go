@@ -161,6 +161,10 @@ func (g *Gateway) serve(rc *fasthttp.RequestCtx, sc *scratch) {
 	}
 	if s, ok := r.surface(); ok {
 		if !rc.IsPost() {
+			if g.wantsSocket(rc, r) {
+				g.upgradeSocket(rc, st, h)
+				return
+			}
 			methodNotAllowed(rc, "POST")
 			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
@@ -287,6 +291,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	g.rememberResponse(rc, s, sc.key, &res)
 	if tr != nil {
 		tr.takeQuota(&sc.quota) // settled when the answer ends
+		tr.noteDropped(rc)
 		tr.walkReturned(res)
 	}
 }

@@ -168,6 +168,10 @@ type Gateway struct {
 	// Tracer, when set, traces each routed request (package tracing);
 	// nil = off, at no cost. Set before serving.
 	Tracer *tracing.Tracer
+	// ResponsesSocket, when set, serves GET /v1/responses requests that
+	// ask for a WebSocket, once their client key is checked (socket.go);
+	// nil = they get 405 like any GET there. Set before serving.
+	ResponsesSocket SocketUpgrade
 }
 
 // New returns a Gateway serving st (nil: no State yet; API requests get

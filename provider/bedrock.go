@@ -34,8 +34,17 @@ func newBedrockAdapter() Adapter { return bedrockAdapter{} }
 // and caches derived signing keys.
 var sigv4 = v4.NewSigner()
 
-// Surfaces reports chat only.
+// Surfaces reports chat, and messages (bedrock_messages.go).
 func (bedrockAdapter) Surfaces() router.SurfaceSet { return bedrockSurfaces }
+
+// forSurface implements surfaceAdapter: messages goes through
+// bedrockMessages, which picks by model.
+func (a bedrockAdapter) forSurface(s router.Surface) Adapter {
+	if s == router.SurfaceMessages {
+		return bedrockMessages{signer: a}
+	}
+	return a
+}
 
 // BuildRequest translates the chat body into a Converse request and adds
 // the credential: a Bedrock API key as a bearer token, else a SigV4
@@ -324,9 +333,17 @@ func bedrockUsage(u *fastjson.Value) usage {
 // ClassifyError reads the error type from the x-amzn-ErrorType header (or
 // the body's __type) and the message from the body.
 func (bedrockAdapter) ClassifyError(status int, h *fasthttp.ResponseHeader, body []byte) (Class, []byte) {
+	typ, msg := readBedrockError(status, h, body)
+	cl := bedrockClass(status, typ, msg)
+	return cl, classEnvelope(cl, msg)
+}
+
+// readBedrockError returns the exception type and message of a Bedrock
+// error answer (copies: the parser goes back to its pool); msg names the
+// status (and type) when the body has none.
+func readBedrockError(status int, h *fasthttp.ResponseHeader, body []byte) (typ, msg string) {
 	p := parserPool.Get()
 	defer parserPool.Put(p)
-	var typ, msg string
 	if h != nil {
 		typ = byteconv.String(h.Peek("X-Amzn-Errortype"))
 	}
@@ -350,8 +367,7 @@ func (bedrockAdapter) ClassifyError(status int, h *fasthttp.ResponseHeader, body
 			msg += " " + typ
 		}
 	}
-	cl := bedrockClass(status, typ, msg)
-	return cl, classEnvelope(cl, msg)
+	return strings.Clone(typ), strings.Clone(msg)
 }
 
 // bedrockClass classifies a Bedrock error by its exception type (either

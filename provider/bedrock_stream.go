@@ -37,7 +37,7 @@ func (d *bedrockStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 	}
 	start := len(dst)
 	for {
-		err := checkPrelude(r)
+		err := checkPrelude(r, router.SurfaceChat)
 		var msg eventstream.Message
 		if err == nil {
 			msg, err = d.dec.Decode(r, d.payload[:0])
@@ -80,10 +80,11 @@ const (
 // wraps its payload length to about 4 GiB. A frame over MaxSSEEvent bytes
 // (Bedrock's are a few hundred) is an oversizedEvent error; an
 // inconsistent prelude (lengths that cannot hold, a bad prelude CRC) is a
-// malformedEvent error. Both are transport failures and neither consumes
-// any input. A short read is io.EOF before any byte of the frame,
-// io.ErrUnexpectedEOF after some, or the reader's error as is.
-func checkPrelude(r *bufio.Reader) error {
+// malformed-event error. Both are transport failures in surface s's
+// envelope and neither consumes any input. A short read is io.EOF before
+// any byte of the frame, io.ErrUnexpectedEOF after some, or the reader's
+// error as is.
+func checkPrelude(r *bufio.Reader, s router.Surface) error {
 	p, err := r.Peek(eventPreludeLen)
 	if err != nil {
 		if err == io.EOF && len(p) > 0 {
@@ -95,10 +96,11 @@ func checkPrelude(r *bufio.Reader) error {
 	headers := binary.BigEndian.Uint32(p[4:8])
 	if crc32.ChecksumIEEE(p[:8]) != binary.BigEndian.Uint32(p[8:12]) ||
 		total < eventMinLen || headers > total-eventMinLen {
-		return malformedEvent()
+		return &StreamError{Class: ClassTransport, Status: 502,
+			Body: AppendSurfaceError(nil, s, 502, "malformed event in the upstream stream", TypeUpstream, CodeUpstreamError)}
 	}
 	if total > MaxSSEEvent {
-		return oversizedEvent(router.SurfaceChat)
+		return oversizedEvent(s)
 	}
 	return nil
 }

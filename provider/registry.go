@@ -58,9 +58,9 @@ var table = [...]Info{
 		EnvBaseURL: "OPENAI_BASE_URL", EnvAPIKey: "OPENAI_API_KEY", Keys: []string{"api_key"}},
 	{Name: Anthropic, Adapter: anthropicAdapter{}, Surfaces: chatOnly | 1<<router.SurfaceMessages, DefaultBaseURL: "https://api.anthropic.com",
 		EnvBaseURL: "ANTHROPIC_BASE_URL", EnvAPIKey: "ANTHROPIC_API_KEY", Keys: []string{"api_key"}},
-	{Name: Bedrock, Adapter: bedrockAdapter{}, Surfaces: chatOnly,
+	{Name: Bedrock, Adapter: bedrockAdapter{}, Surfaces: chatOnly | 1<<router.SurfaceMessages,
 		EnvBaseURL: "BEDROCK_BASE_URL", EnvAPIKey: "BEDROCK_API_KEY",
-		Keys: []string{"api_key", "region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token"}},
+		Keys: []string{"api_key", "region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "anthropic_betas"}},
 	{Name: Azure, Adapter: azureAdapter{}, Surfaces: allButMessage,
 		EnvBaseURL: "AZURE_OPENAI_BASE_URL", EnvAPIKey: "AZURE_OPENAI_API_KEY",
 		Keys: []string{"api_key", "azure_api_version", "azure_deployment_type", "azure_tenant_id",
@@ -88,7 +88,7 @@ var (
 // the order they are checked.
 var SpecificKeys = []string{"api_key", "region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token",
 	"azure_api_version", "azure_deployment_type", "azure_tenant_id", "azure_client_id", "azure_client_secret",
-	"azure_authority", "project", "credentials_file", "credentials_json"}
+	"azure_authority", "project", "credentials_file", "credentials_json", "anthropic_betas"}
 
 // Lookup returns the provider named name, or nil.
 func Lookup(name string) *Info {

@@ -17,6 +17,8 @@ const (
 	MaxModelBytes = 256
 	// MaxRequestIDBytes is the most of the request id an access line holds.
 	MaxRequestIDBytes = 128
+	// MaxDroppedToolsBytes is the most of dropped_tools an access line holds.
+	MaxDroppedToolsBytes = 256
 )
 
 // Entry is what the access log records about one request (docs/operations.md, Metrics and logs). It has
@@ -72,6 +74,11 @@ type Entry struct {
 	// that routed the request; "" when it was refused before the walk.
 	Steps      []Step
 	ConfigHash string
+	// DroppedTools names the hosted tools a translation dropped (the
+	// answer's X-Gateway-Dropped-Tools header, comma-separated; written
+	// truncated to MaxDroppedToolsBytes); nil = none. A socket's responses
+	// have no headers of their own: this is where they are named.
+	DroppedTools []byte
 }
 
 // Step is one upstream call or skip of a walk: the member and its class.
@@ -109,7 +116,7 @@ func NewAccessLog(l zerolog.Logger) *AccessLog {
 // target, attempts, status, outcome (the class name), stream, latency_ms
 // and, for streams, ttfb_ms (milliseconds, microsecond precision); then,
 // when known, key (the client key's name), prompt_tokens,
-// completion_tokens and trace_id. It does not allocate.
+// completion_tokens, trace_id and dropped_tools. It does not allocate.
 func (a *AccessLog) Log(e *Entry) {
 	if a == nil || e == nil {
 		return
@@ -159,6 +166,10 @@ func (a *AccessLog) Log(e *Entry) {
 	}
 	if e.HasSpend {
 		ev.Float64("spend_usd", float64(e.Spend)/1e6)
+	}
+	if len(e.DroppedTools) > 0 {
+		d, _ := truncateUTF8(e.DroppedTools, MaxDroppedToolsBytes)
+		ev.Bytes("dropped_tools", d)
 	}
 	ev.Msg("request")
 }

@@ -237,3 +237,23 @@ func TestAccessLogSurfaceNone(t *testing.T) {
 		t.Fatalf("surfaces: %v", lines)
 	}
 }
+
+// TestAccessLogDroppedTools: the tools a translation dropped are named in
+// the line (cut to MaxDroppedToolsBytes), and absent when none were.
+func TestAccessLogDroppedTools(t *testing.T) {
+	var buf bytes.Buffer
+	a := NewAccessLog(jsonLogger(t, "info", &buf))
+	a.Log(&Entry{Surface: router.SurfaceResponses, DroppedTools: []byte("web_search,image_generation")})
+	a.Log(&Entry{Surface: router.SurfaceResponses, DroppedTools: bytes.Repeat([]byte("x"), 1000)})
+	a.Log(&Entry{Surface: router.SurfaceResponses})
+	lines := decodeLines(t, &buf)
+	if got := lines[0]["dropped_tools"]; got != "web_search,image_generation" {
+		t.Errorf("dropped_tools %v", got)
+	}
+	if got, _ := lines[1]["dropped_tools"].(string); len(got) != MaxDroppedToolsBytes {
+		t.Errorf("long dropped_tools kept %d bytes", len(got))
+	}
+	if _, ok := lines[2]["dropped_tools"]; ok {
+		t.Errorf("dropped_tools without any: %v", lines[2])
+	}
+}

@@ -173,6 +173,11 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 		// its test that no credential reaches a line). The config hash is
 		// a SHA-256.
 		"Steps []telemetry.Step", "ConfigHash string",
+		// The tool types a translation dropped, as the gateway's own
+		// X-Gateway-Dropped-Tools header names them (web_search, …):
+		// names from the request's tools array, never a header or a
+		// credential.
+		"DroppedTools []uint8",
 	}
 	typ := reflect.TypeFor[Entry]()
 	var got []string

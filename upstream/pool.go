@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -125,6 +126,7 @@ func (p *Pool) Target(ct *config.Target) (*Target, error) {
 			AWSAccessKeyID:     ct.AWSAccessKeyID,
 			AWSSecretAccessKey: ct.AWSSecretAccessKey,
 			AWSSessionToken:    ct.AWSSessionToken,
+			AnthropicBetas:     slices.Clone(ct.AnthropicBetas),
 			APIVersion:         ct.AzureAPIVersion,
 			Project:            ct.Project,
 		},

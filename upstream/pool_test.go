@@ -176,3 +176,26 @@ func TestPoolReusesKeepAliveAcrossReload(t *testing.T) {
 		t.Fatalf("a new identity reused the old client: %d dials", dials)
 	}
 }
+
+// A bedrock target's anthropic_betas reach its Endpoint as a copy, nil
+// kept nil (the documented default).
+func TestPoolAnthropicBetas(t *testing.T) {
+	pool := NewPool()
+	for _, betas := range [][]string{nil, {}, {"effort-2025-11-24"}} {
+		ct := config.Target{VirtualKey: "b", Provider: config.ProviderBedrock, BaseURL: "http://127.0.0.1:1", AnthropicBetas: betas}
+		tg, err := pool.Target(&ct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tg.Endpoint.AnthropicBetas
+		if (got == nil) != (betas == nil) || len(got) != len(betas) {
+			t.Errorf("%#v: endpoint %#v", betas, got)
+		}
+		if len(betas) > 0 {
+			betas[0] = "changed"
+			if got[0] == "changed" {
+				t.Error("the endpoint shares the config's slice")
+			}
+		}
+	}
+}

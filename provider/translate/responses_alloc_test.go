@@ -1,0 +1,63 @@
+//go:build !race
+
+package translate
+
+import "testing"
+
+// The Responses translator allocates nothing in steady state: per request
+// (a 100 KB Codex turn, its web_search dropped), per answer and per
+// stream event.
+
+func TestResponsesToChatAllocs(t *testing.T) {
+	body := codexBody(t, 100<<10)
+	opt := Options{Model: []byte("claude-sonnet-4-5"), Stream: true}
+	var dst []byte
+	if n := testing.AllocsPerRun(50, func() {
+		var err error
+		var dropped []string
+		if dst, dropped, err = ResponsesToChat(dst[:0], body, opt); err != nil || len(dropped) != 1 {
+			t.Fatal(err, dropped)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per request", n)
+	}
+}
+
+func TestChatToResponsesAllocs(t *testing.T) {
+	var dst []byte
+	if n := testing.AllocsPerRun(100, func() {
+		var err error
+		if dst, err = ChatToResponses(dst[:0], benchRespChatAnswer, []byte("gpt-5.1-codex")); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per answer", n)
+	}
+}
+
+func TestResponsesStreamAllocs(t *testing.T) {
+	for _, tc := range []struct{ name, open, delta string }{
+		{"text", respChunk(`{"content":"a"}`, ""), respChunk(`{"content":" check the cart"}`, "")},
+		{"arguments", respChunk(`{"tool_calls":[{"index":0,"id":"t","function":{"name":"f","arguments":""}}]}`, ""),
+			respChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1"}}]}`, "")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewResponsesStream([]byte("m"))
+			dst, err := s.Chunk(nil, []byte(tc.open))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 64 { // grow the held buffers first
+				dst, _ = s.Chunk(dst[:0], []byte(tc.delta))
+			}
+			delta := []byte(tc.delta)
+			if n := testing.AllocsPerRun(200, func() {
+				if dst, err = s.Chunk(dst[:0], delta); err != nil {
+					t.Fatal(err)
+				}
+			}); n != 0 {
+				t.Fatalf("%v allocations per event", n)
+			}
+		})
+	}
+}

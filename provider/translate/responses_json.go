@@ -1,0 +1,181 @@
+package translate
+
+// The byte-level helpers the Responses translator shares between its
+// request, answer and stream halves: a parser pool, typed reads of parsed
+// values, and writers that escape with jsonw so every output is valid JSON.
+
+import (
+	"strconv"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/byteconv"
+	"github.com/switchyard/switchyard/internal/jsonw"
+)
+
+// respParsers parses Responses requests and chat answers; a parsed value
+// never outlives the call that got the parser.
+var respParsers fastjson.ParserPool
+
+// respStr returns v's string value, viewing the parser's memory, and
+// whether v is a string at all.
+func respStr(v *fastjson.Value) (string, bool) {
+	if v == nil || v.Type() != fastjson.TypeString {
+		return "", false
+	}
+	b, _ := v.StringBytes()
+	return byteconv.String(b), true
+}
+
+// respNull reports whether v is absent or JSON null.
+func respNull(v *fastjson.Value) bool {
+	return v == nil || v.Type() == fastjson.TypeNull
+}
+
+// appendRespValue re-serializes a parsed value. fastjson's own MarshalTo
+// quotes strings with strconv rules, which are not always JSON's, and
+// fastjson reads numbers leniently ("+1", ".", "NaN"): every string and key
+// here goes through jsonw.String, and a number that is not JSON's is
+// refused (false).
+func appendRespValue(dst []byte, v *fastjson.Value) ([]byte, bool) {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		o, _ := v.Object()
+		dst = append(dst, '{')
+		first, ok := true, true
+		o.Visit(func(k []byte, vv *fastjson.Value) {
+			if !ok {
+				return
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = jsonw.String(dst, byteconv.String(k))
+			dst = append(dst, ':')
+			dst, ok = appendRespValue(dst, vv)
+		})
+		return append(dst, '}'), ok
+	case fastjson.TypeArray:
+		a, _ := v.Array()
+		dst = append(dst, '[')
+		for i, vv := range a {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var ok bool
+			if dst, ok = appendRespValue(dst, vv); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	case fastjson.TypeString:
+		s, _ := respStr(v)
+		return jsonw.String(dst, s), true
+	case fastjson.TypeNumber:
+		return appendRespNumber(dst, v)
+	default: // true, false, null
+		return v.MarshalTo(dst), true
+	}
+}
+
+// appendRespNumber appends a number value as written, if it is a JSON number.
+func appendRespNumber(dst []byte, v *fastjson.Value) ([]byte, bool) {
+	n := len(dst)
+	dst = v.MarshalTo(dst)
+	if !respJSONNumber(dst[n:]) {
+		return dst[:n], false
+	}
+	return dst, true
+}
+
+// respJSONNumber reports whether b is a number in JSON's grammar:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func respJSONNumber(b []byte) bool {
+	i := 0
+	digits := func() int {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+// appendRespEscaped appends s escaped as the inside of a JSON string (no
+// quotes), so several pieces can form one string literal.
+func appendRespEscaped(dst []byte, s string) []byte {
+	n := len(dst)
+	dst = jsonw.String(dst, s)
+	copy(dst[n:], dst[n+1:len(dst)-1])
+	return dst[:len(dst)-2]
+}
+
+// appendRespKeyString appends ,"key":"s".
+func appendRespKeyString(dst []byte, key, s string) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, key...)
+	dst = append(dst, '"', ':')
+	return jsonw.String(dst, s)
+}
+
+// appendRespKeyInt appends ,"key":n.
+func appendRespKeyInt(dst []byte, key string, n int64) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, key...)
+	dst = append(dst, '"', ':')
+	return strconv.AppendInt(dst, n, 10)
+}
+
+// appendRespIDPart appends s keeping only the bytes an item id may hold
+// ([A-Za-z0-9_-]), at most max of them: upstream ids become parts of the
+// ids the client sees and must not carry anything else.
+func appendRespIDPart(dst []byte, s string, max int) []byte {
+	n := 0
+	for i := 0; i < len(s) && n < max; i++ {
+		if c := s[i]; c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			dst = append(dst, c)
+			n++
+		}
+	}
+	return dst
+}
+
+// appendRespHash64 appends the FNV-1a hash of b as 16 hex digits: the id of
+// an answer whose upstream sent none, derived so the function stays pure.
+func appendRespHash64(dst, b []byte) []byte {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	const hex = "0123456789abcdef"
+	for shift := 60; shift >= 0; shift -= 4 {
+		dst = append(dst, hex[(h>>uint(shift))&0xf])
+	}
+	return dst
+}
