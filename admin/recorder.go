@@ -7,18 +7,30 @@ import (
 
 	"github.com/switchyard/switchyard/decisions"
 	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/traffic"
 )
 
-// Recorder is what the hot path feeds for the console: the decision ring
-// and per-key counters. Finished takes no lock and allocates nothing.
-// Safe for concurrent use; create it with NewRecorder.
+// Recorder is what the hot path feeds for the console: the decision ring,
+// per-key counters, and the last minutes of each key and target, second by
+// second (docs/console.md, History). Finished takes no lock and allocates
+// nothing. Safe for concurrent use; create it with NewRecorder.
 type Recorder struct {
 	ring decisions.Ring
 	// keys maps a client key's name ("" = requests without a key) to its
 	// counters; replaced whole by SetKeys, read with one atomic load.
 	keys atomic.Pointer[map[string]*keyCounters]
-	mu   sync.Mutex // serializes SetKeys
+	// targets maps a target's name to its history; replaced whole by
+	// SetTargets.
+	targets atomic.Pointer[map[string]*traffic.Series]
+	mu      sync.Mutex // serializes SetKeys and SetTargets
+	// clock is time.Now (a test sets the second requests end in).
+	clock func() time.Time
 }
+
+// MaxHistories is how many keys, and how many targets, have a history
+// (about 190 KB each): the first in the configuration's order. The others
+// show their totals only.
+const MaxHistories = 256
 
 // keyCounters are one client key's totals since the process started.
 type keyCounters struct {
@@ -27,12 +39,15 @@ type keyCounters struct {
 	lastSeen           atomic.Int64 // Unix nanoseconds; 0 = never
 	spend              atomic.Int64 // micro-USD of priced answers
 	priced             atomic.Bool  // an answer was priced
+	// history is the key's last minutes; nil past MaxHistories keys.
+	history *traffic.Series
 }
 
 // NewRecorder returns a Recorder counting the keys named.
 func NewRecorder(keys []string) *Recorder {
-	r := &Recorder{}
+	r := &Recorder{clock: time.Now}
 	r.SetKeys(keys)
+	r.SetTargets(nil)
 	return r
 }
 
@@ -47,21 +62,48 @@ func (r *Recorder) SetKeys(names []string) {
 		old = *p
 	}
 	m := make(map[string]*keyCounters, len(names)+1)
-	for _, n := range append([]string{""}, names...) {
-		if c := old[n]; c != nil {
-			m[n] = c
-		} else {
-			m[n] = &keyCounters{}
+	now := time.Now()
+	for i, n := range append([]string{""}, names...) {
+		c := old[n]
+		if c == nil {
+			c = &keyCounters{}
 		}
+		if c.history == nil && i <= MaxHistories {
+			c.history = traffic.New(now)
+		}
+		m[n] = c
 	}
 	r.keys.Store(&m)
 }
 
+// SetTargets sets the targets whose history is kept (call after each
+// reload, in the configuration's order): a target kept by name keeps its
+// history.
+func (r *Recorder) SetTargets(names []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := map[string]*traffic.Series{}
+	if p := r.targets.Load(); p != nil {
+		old = *p
+	}
+	m := make(map[string]*traffic.Series, len(names))
+	now := time.Now()
+	for i, n := range names {
+		if h := old[n]; h != nil {
+			m[n] = h
+		} else if i < MaxHistories {
+			m[n] = traffic.New(now)
+		}
+	}
+	r.targets.Store(&m)
+}
+
 // Finished records one answered request (hotpath.Gateway.Finished).
 func (r *Recorder) Finished(e *telemetry.Entry) {
-	now := time.Now()
+	now := r.clock()
 	r.ring.Add(e, now)
 	c := (*r.keys.Load())[e.Key]
+	r.record(e, c, now.Unix())
 	if c == nil {
 		return // a key removed by a reload while its request ran
 	}

@@ -1,7 +1,7 @@
-// Package admin is the operator's console (docs/console.md): a
-// fasthttp server of its own, on admin.listen and never on the API port,
-// serving an embedded web page and the JSON API behind it —
-// GET /api/status, GET /api/decisions?after=SEQ (long-poll) and
+// Package admin is the operator's console (docs/console.md): a fasthttp
+// server of its own, on admin.listen and never on the API port, serving an
+// embedded web page and the JSON API behind it — GET /api/status,
+// GET /api/history, GET /api/decisions (a long poll with after=SEQ) and
 // GET /api/explain. Nothing it answers holds a credential, a client key or
 // a request body: targets are shown by name, provider and label; keys by
 // name; decisions carry no header or body.
@@ -14,8 +14,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -23,7 +23,6 @@ import (
 
 	"github.com/switchyard/switchyard/cli"
 	"github.com/switchyard/switchyard/config"
-	"github.com/switchyard/switchyard/decisions"
 	"github.com/switchyard/switchyard/hotpath"
 )
 
@@ -55,6 +54,12 @@ type Server struct {
 	// the console then answers only Host names that are loopback (DNS
 	// rebinding: a web page must not read it through a name it controls).
 	loopback bool
+	// pause is how a long poll waits between looks at the ring: sleep (a
+	// test sees when an answer would wait).
+	pause func(time.Duration)
+	// closing is closed by Shutdown, ending long polls.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // MaxDecisions is how many decisions one /api/decisions answer holds at
@@ -71,7 +76,8 @@ const (
 
 // New returns the console server.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, started: time.Now()}
+	s := &Server{opts: opts, started: time.Now(), closing: make(chan struct{})}
+	s.pause = s.sleep
 	if host, _, err := net.SplitHostPort(opts.Admin.Listen); err == nil {
 		s.loopback = config.LoopbackHost(host)
 	}
@@ -95,9 +101,32 @@ func New(opts Options) *Server {
 // Serve serves ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 
-// Shutdown closes the listener and waits for requests in progress (a
-// long-poll ends at its deadline at the latest).
-func (s *Server) Shutdown() error { return s.srv.Shutdown() }
+// Shutdown closes the listener and waits for requests in progress; a long
+// poll answers at once with what it has.
+func (s *Server) Shutdown() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	return s.srv.Shutdown()
+}
+
+// sleep waits d, or less when the server shuts down.
+func (s *Server) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.closing:
+	}
+}
+
+// shuttingDown reports whether Shutdown was called.
+func (s *Server) shuttingDown() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
 
 type fasthttpLog struct{ l zerolog.Logger }
 
@@ -133,6 +162,13 @@ func (s *Server) handle(rc *fasthttp.RequestCtx) {
 			return
 		}
 		s.writeJSON(rc, s.status(st, time.Now()))
+	case "/api/history":
+		st := s.opts.Gateway.Load()
+		if st == nil {
+			s.jsonError(rc, fasthttp.StatusServiceUnavailable, "no configuration loaded")
+			return
+		}
+		s.history(rc, st.Config, time.Now())
 	case "/api/decisions":
 		s.decisions(rc)
 	case "/api/explain":
@@ -180,53 +216,9 @@ func loopbackHostHeader(host []byte) bool {
 	return config.LoopbackHost(h)
 }
 
-// decisions answers GET /api/decisions?after=SEQ[&wait=SECONDS]: the
-// decisions after SEQ (at most MaxDecisions, the newest), waiting up to
-// wait (default 25 s, at most 55 s; 0 = answer at once) for one to come.
-func (s *Server) decisions(rc *fasthttp.RequestCtx) {
-	args := rc.QueryArgs()
-	var after uint64
-	if v := args.Peek("after"); len(v) > 0 {
-		n, err := strconv.ParseUint(string(v), 10, 64)
-		if err != nil {
-			s.jsonError(rc, fasthttp.StatusBadRequest, "after: want a decision sequence number (0 for the newest 200)")
-			return
-		}
-		after = n
-	}
-	wait := defaultWait
-	if v := args.Peek("wait"); len(v) > 0 {
-		n, err := strconv.ParseFloat(string(v), 64)
-		if err != nil || n < 0 {
-			s.jsonError(rc, fasthttp.StatusBadRequest, "wait: want seconds, 0 to 55")
-			return
-		}
-		wait = min(time.Duration(n*float64(time.Second)), maxWait)
-	}
-	ring := s.opts.Recorder.Ring()
-	if after > ring.Head() {
-		after = 0 // the process restarted: start over from the newest
-	}
-	deadline := time.Now().Add(wait)
-	for {
-		ds, next := ring.After(after, MaxDecisions)
-		if len(ds) > 0 || next != after || !time.Now().Before(deadline) {
-			if ds == nil {
-				ds = []decisions.Decision{}
-			}
-			s.writeJSON(rc, struct {
-				Decisions []decisions.Decision `json:"decisions"`
-				Next      uint64               `json:"next"`
-				Dropped   uint64               `json:"dropped"`
-			}{ds, next, ring.Dropped()})
-			return
-		}
-		time.Sleep(pollEvery)
-	}
-}
-
-// explain answers GET /api/explain with what `switchyard explain` prints
-// for the same request under the configuration served.
+// explain answers GET /api/explain with what `switchyard explain -json`
+// prints for the same request under the configuration served: the report
+// as data, with its text and lines.
 func (s *Server) explain(rc *fasthttp.RequestCtx) {
 	st := s.opts.Gateway.Load()
 	if st == nil {
@@ -255,16 +247,12 @@ func (s *Server) explain(rc *fasthttp.RequestCtx) {
 		s.jsonError(rc, fasthttp.StatusBadRequest, "model is required")
 		return
 	}
-	var out bytes.Buffer
-	if err := cli.Explain(st.Config, q, &out); err != nil {
+	e, err := cli.ExplainData(st.Config, q)
+	if err != nil {
 		s.jsonError(rc, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	text := out.String()
-	s.writeJSON(rc, struct {
-		Text  string   `json:"text"`
-		Lines []string `json:"lines"`
-	}{text, strings.Split(strings.TrimSuffix(text, "\n"), "\n")})
+	s.writeJSON(rc, e)
 }
 
 // boolArg reads a boolean query parameter: true, false, 1, 0 or empty

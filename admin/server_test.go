@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/cli"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/hotpath"
 	"github.com/switchyard/switchyard/telemetry"
@@ -43,7 +44,7 @@ func (fakeQuotas) TargetQuota(name string) *QuotaUse {
 }
 func (fakeQuotas) Spend(string) (float64, float64, bool) { return 1.25, 30.5, true }
 
-func newTestServer(t *testing.T, admin config.Admin, q Quotas) (*Server, *hotpath.Gateway) {
+func newTestServer(t testing.TB, admin config.Admin, q Quotas) (*Server, *hotpath.Gateway) {
 	t.Helper()
 	cfg, err := config.Parse("unit.yaml", []byte(unitConfig), nil)
 	if err != nil {
@@ -229,5 +230,35 @@ func TestConsoleGuards(t *testing.T) {
 	}
 	if code, _, h := do(s, "/api/status", "console.internal", ""); code != 401 || !strings.Contains(string(h.Peek("WWW-Authenticate")), "Basic") {
 		t.Errorf("without the key: %d", code)
+	}
+}
+
+// /api/explain answers `switchyard explain -json`: the text and lines as
+// before, and the report as data.
+func TestExplainAPI(t *testing.T) {
+	s, g := newTestServer(t, config.Admin{Listen: "127.0.0.1:9090"}, nil)
+	code, body, _ := do(s, "/api/explain?model=gpt-4o&key=acme&surface=responses", "127.0.0.1", "")
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	want, err := cli.ExplainData(g.Load().Config, cli.ExplainRequest{Model: "gpt-4o", Key: "acme", Surface: "responses"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON, _ := json.Marshal(want)
+	if body != string(wantJSON) {
+		t.Errorf("/api/explain\n%s\nexplain -json\n%s", body, wantJSON)
+	}
+	var got cli.Explanation
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Key == nil || got.Key.Name != "acme" || len(got.Members) != 1 || got.Members[0].Target != "a" ||
+		got.Members[0].Form != "native" || !got.Members[0].Candidate || len(got.Outcome.RoutesTo) != 1 ||
+		!strings.HasPrefix(got.Text, "key: acme") || got.Lines[len(got.Lines)-1] != "outcome: routes to a" {
+		t.Errorf("explanation %+v", got)
+	}
+	if strings.Contains(body, "SECRET") {
+		t.Errorf("explain shows a credential: %s", body)
 	}
 }

@@ -138,13 +138,7 @@ func target(ct *config.Target, t *upstream.Target, q Quotas, now time.Time) Targ
 // key when there were any (or when the config has no auth block).
 func (s *Server) keys(cfg *config.Config, q Quotas) []Key {
 	m := *s.opts.Recorder.keys.Load()
-	names := make([]string, 0, len(cfg.Auth.Keys)+1)
-	for _, k := range cfg.Auth.Keys {
-		names = append(names, k.Name)
-	}
-	if c := m[""]; !cfg.Auth.Enabled() || (c != nil && c.requests.Load() > 0) {
-		names = append(names, "")
-	}
+	names := s.keyNames(cfg)
 	out := make([]Key, 0, len(names))
 	for _, n := range names {
 		k := Key{Name: n}
@@ -169,4 +163,17 @@ func (s *Server) keys(cfg *config.Config, q Quotas) []Key {
 		out = append(out, k)
 	}
 	return out
+}
+
+// keyNames lists the configured keys in file order, then "" (requests
+// without a key) when there were any or the config has no auth block.
+func (s *Server) keyNames(cfg *config.Config) []string {
+	names := make([]string, 0, len(cfg.Auth.Keys)+1)
+	for _, k := range cfg.Auth.Keys {
+		names = append(names, k.Name)
+	}
+	if c := (*s.opts.Recorder.keys.Load())[""]; !cfg.Auth.Enabled() || (c != nil && c.requests.Load() > 0) {
+		names = append(names, "")
+	}
+	return names
 }

@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/provider"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -27,6 +30,9 @@ import (
 //	member bedrock: provider bedrock, serves model no, serves surface yes: not a candidate
 //	outcome: routes to openai
 //
+// With -json it prints an Explanation instead: the same facts as data,
+// the text included (docs/routing.md, Explain as data).
+//
 // An invalid config is printed as by validate, on stderr, with exit 1; a
 // malformed -metadata value is exit 2.
 func explain(args []string, stdout, stderr io.Writer) int {
@@ -39,6 +45,7 @@ func explain(args []string, stdout, stderr io.Writer) int {
 	metadata := fs.String("metadata", "", "the X-Gateway-Metadata header, a JSON object")
 	surfaceName := fs.String("surface", "chat", "the API `surface`: chat, completions, embeddings, images, responses or messages")
 	keyName := fs.String("key", "", "explain the request as client key `NAME` sends it (its bindings and allow-list)")
+	asJSON := fs.Bool("json", false, "print the report as JSON: the text and the same facts as data")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return code
 	}
@@ -64,7 +71,8 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		return ExitFail
 	}
 	var uerr *ExplainUsageError
-	switch err := Explain(cfg, q, stdout); {
+	e, err := ExplainData(cfg, q)
+	switch {
 	case errors.As(err, &uerr):
 		fmt.Fprintf(stderr, "explain: %v\n", err)
 		return ExitUsage
@@ -72,6 +80,16 @@ func explain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", *cfgPath, err)
 		return ExitFail
 	}
+	if !*asJSON {
+		_, _ = io.WriteString(stdout, e.Text)
+		return ExitOK
+	}
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		fmt.Fprintf(stderr, "explain: %v\n", err)
+		return ExitFail
+	}
+	_, _ = stdout.Write(append(b, '\n'))
 	return ExitOK
 }
 
@@ -141,9 +159,21 @@ func (q *ExplainRequest) parse() (router.Surface, router.Request, error) {
 // describe, and another error when the config cannot be compiled; nothing
 // is written then. The console's explain form shows the same report.
 func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
-	surface, req, err := q.parse()
+	e, err := ExplainData(cfg, q)
 	if err != nil {
 		return err
+	}
+	_, err = io.WriteString(stdout, e.Text)
+	return err
+}
+
+// ExplainData returns explain's report of request q under cfg as data, its
+// text included (Explanation.Text is what Explain writes). Errors as
+// Explain's.
+func ExplainData(cfg *config.Config, q ExplainRequest) (*Explanation, error) {
+	surface, req, err := q.parse()
+	if err != nil {
+		return nil, err
 	}
 	set := map[string]bool{"user": q.HasUser, "stream": q.StreamSet, "tools": q.ToolsSet}
 	model, user, metadata := &q.Model, &q.User, &q.Metadata
@@ -152,63 +182,86 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 	if err != nil {
 		// Load validated the config, so this is a disagreement between
 		// config and router; report it rather than guess.
-		return fmt.Errorf("cannot compile routing table: %v", err)
+		return nil, fmt.Errorf("cannot compile routing table: %v", err)
 	}
 	key, err := explainKey(cfg, q.Key)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	x := &report{e: &Explanation{Chain: []string{}, Members: []ChainMember{}, Notes: []string{}}}
+	e := x.e
 	if key != nil {
-		fmt.Fprintf(stdout, "key: %s\n", describeKey(key))
+		allowed := router.NewModelSet(key.Models)
+		e.Key = keyUsed(cfg, key, allowed.Has(req.Model))
+		x.printf("key: %s", describeKey(key))
 		if l := keyLimitsLine(cfg, key.Name); l != "" {
-			fmt.Fprintln(stdout, l)
+			x.printf("%s", l)
 		}
-		if allow := router.NewModelSet(key.Models); !allow.Has(req.Model) {
-			fmt.Fprintf(stdout, "request: %s\n", describeRequest(&req, set, *metadata))
-			fmt.Fprintf(stdout, "outcome: 403 model_not_allowed: key %q may not use model %q (checked before routing)\n", key.Name, *model)
-			return nil
+		if !e.Key.ModelAllowed {
+			e.Request = requestRead(&req, set, *metadata)
+			x.printf("request: %s", describeRequest(&req, set, *metadata))
+			x.outcome(nil, &OutcomeError{Status: 403, Code: "model_not_allowed"},
+				fmt.Sprintf("403 model_not_allowed: key %q may not use model %q (checked before routing)", key.Name, *model))
+			return x.done(), nil
 		}
 		if key.HasUser && set["user"] && string(key.User) != *user {
-			fmt.Fprintf(stdout, "note: the key binds user %q; the request's user %q does not route\n", key.User, *user)
+			x.note(fmt.Sprintf("the key binds user %q; the request's user %q does not route", key.User, *user))
 		}
 		router.Bind(&req, key, nil)
 	}
 
-	fmt.Fprintf(stdout, "request: %s\n", describeRequest(&req, set, *metadata))
+	e.Request = requestRead(&req, set, *metadata)
+	x.printf("request: %s", describeRequest(&req, set, *metadata))
 	rule, chain := snap.Match(&req)
 	if rule < 0 {
-		fmt.Fprintf(stdout, "rule: no match → targets[0] (%s)\n", snap.Target(0).Name)
+		e.Rule = &MatchedRule{Fallback: true, Index: -1}
+		x.printf("rule: no match → targets[0] (%s)", snap.Target(0).Name)
 	} else {
-		fmt.Fprintf(stdout, "rule: %s\n", describeMatch(snap.Rule(rule), rule, cfg.Strategy.Conditions[rule].Line))
+		r := snap.Rule(rule)
+		c := &cfg.Strategy.Conditions[rule]
+		e.Rule = &MatchedRule{Index: rule, Line: c.Line, Key: c.Key, Field: r.Field, Value: r.Value}
+		x.printf("rule: %s", describeMatch(r, rule, c.Line))
 	}
-	names := make([]string, len(chain))
-	for i, t := range chain {
-		names[i] = snap.Target(t).Name
+	for _, t := range chain {
+		e.Chain = append(e.Chain, snap.Target(t).Name)
 	}
-	fmt.Fprintf(stdout, "chain: %s\n", strings.Join(names, ", "))
+	x.printf("chain: %s", strings.Join(e.Chain, ", "))
 
 	var candidates []string
 	servesModel := false
 	for _, t := range chain {
 		ts := snap.Target(t)
+		ct := &cfg.Targets[t]
+		up := *model
+		if v, ok := ct.ModelMap[*model]; ok {
+			up = v
+		}
+		form := formOf(ct, surface, up)
 		m := snap.ServesModel(t, req.Model)
-		s := snap.ServesSurface(t, surface)
+		s := snap.ServesSurface(t, surface) && form != provider.FormNone
+		mem := ChainMember{Target: ts.Name, Provider: ts.Provider, ServesModel: m, ServesSurface: s,
+			Form: form.String(), ModelSent: up, Residency: ts.Residency, Candidate: m && s,
+			Limits: limitsOf(&ct.Limits), Price: memberPrice(ct, *model)}
+		if d := providerDetail(ct, up); d != "" {
+			mem.Detail = d[2 : len(d)-1] // providerDetail's " (…)"
+		}
+		if key != nil && key.Residency != nil {
+			ok := slices.Contains(key.Residency, ts.Residency)
+			mem.ResidencyAllowed = &ok
+		}
+		e.Members = append(e.Members, mem)
 		verdict := "not a candidate"
-		if m && s {
+		if mem.Candidate {
 			verdict = "candidate"
 			// The id the member would receive, when model_map renames it.
-			if up, ok := cfg.Targets[t].ModelMap[*model]; ok && up != *model {
+			if up != *model {
 				verdict += fmt.Sprintf(", sends model %q", up)
 			}
 			candidates = append(candidates, ts.Name)
 		}
 		servesModel = servesModel || m
-		up := *model
-		if v, ok := cfg.Targets[t].ModelMap[*model]; ok {
-			up = v
-		}
-		fmt.Fprintf(stdout, "member %s: provider %s%s, serves model %s, serves surface %s: %s%s\n",
-			ts.Name, ts.Provider, providerDetail(&cfg.Targets[t], up), yesNo(m), yesNo(s), verdict, memberQuota(&cfg.Targets[t], *model))
+		x.printf("member %s: provider %s%s, serves model %s, serves surface %s: %s%s",
+			ts.Name, ts.Provider, providerDetail(ct, up), yesNo(m), yesNo(s), verdict, memberQuota(ct, *model))
 	}
 	switch {
 	case len(candidates) > 0:
@@ -216,15 +269,17 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 		if len(candidates) > 1 {
 			out += ", then " + strings.Join(candidates[1:], ", then ") + " on provider failure"
 		}
-		fmt.Fprintf(stdout, "outcome: %s\n", out)
+		x.outcome(candidates, nil, out)
 	case servesModel:
-		fmt.Fprintf(stdout, "outcome: 404 unsupported_endpoint: chain members serve model %q but not the %s surface\n", *model, surface)
+		x.outcome(nil, &OutcomeError{Status: 404, Code: "unsupported_endpoint"},
+			fmt.Sprintf("404 unsupported_endpoint: chain members serve model %q but not the %s surface", *model, surface))
 	default:
-		fmt.Fprintf(stdout, "outcome: 404 model_not_found: no chain member serves model %q\n", *model)
+		x.outcome(nil, &OutcomeError{Status: 404, Code: "model_not_found"},
+			fmt.Sprintf("404 model_not_found: no chain member serves model %q", *model))
 	}
-	explainResidency(stdout, snap, key, chain, req.Model, surface)
+	explainResidency(x, snap, key, chain, e.Members)
 	if key == nil && cfg.Auth.Enabled() {
-		fmt.Fprintln(stdout, "note: the config has client keys: a request without one gets 401 invalid_api_key; -key NAME explains one key's requests")
+		x.note("the config has client keys: a request without one gets 401 invalid_api_key; -key NAME explains one key's requests")
 	}
 	if len(candidates) == 0 {
 		// The rule decides where a request may go; a target outside the
@@ -236,12 +291,12 @@ func Explain(cfg *config.Config, q ExplainRequest, stdout io.Writer) error {
 		}
 		for t := range snap.NumTargets() {
 			if !inChain[t] && snap.ServesModel(t, req.Model) && snap.ServesSurface(t, surface) {
-				fmt.Fprintf(stdout, "note: targets[%d] (%s) serves this request but is not in the chain, so it is never called\n",
-					t, snap.Target(t).Name)
+				x.note(fmt.Sprintf("targets[%d] (%s) serves this request but is not in the chain, so it is never called",
+					t, snap.Target(t).Name))
 			}
 		}
 	}
-	return nil
+	return x.done(), nil
 }
 
 // describeRequest renders the request's routing fields. Fields the gateway

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,16 +9,16 @@ import (
 	"github.com/switchyard/switchyard/router"
 )
 
-// explainResidency prints the residency check for key k's request
+// explainResidency reports the residency check for key k's request
 // (docs/residency.md): each candidate's label against the key's, and what
 // the load-time proof found the key can reach. Nothing for a key without
 // residency.
-func explainResidency(w io.Writer, snap *router.Snapshot, k *router.KeySpec, chain []int, model []byte, surface router.Surface) {
+func explainResidency(x *report, snap *router.Snapshot, k *router.KeySpec, chain []int, members []ChainMember) {
 	if k == nil || k.Residency == nil {
 		return
 	}
-	for _, t := range chain {
-		if !snap.ServesModel(t, model) || !snap.ServesSurface(t, surface) {
+	for i, t := range chain {
+		if !members[i].Candidate {
 			continue
 		}
 		ts := snap.Target(t)
@@ -27,7 +26,7 @@ func explainResidency(w io.Writer, snap *router.Snapshot, k *router.KeySpec, cha
 		if !slices.Contains(k.Residency, ts.Residency) {
 			verdict = "OUTSIDE the key's labels: the walk refuses it (500 internal_error)"
 		}
-		fmt.Fprintf(w, "residency: member %s has %s: %s\n", ts.Name, labelOf(ts.Residency), verdict)
+		x.printf("residency: member %s has %s: %s", ts.Name, labelOf(ts.Residency), verdict)
 	}
 	reach := snap.Reachable(k)
 	byTarget := map[int][]string{}
@@ -43,25 +42,28 @@ func explainResidency(w io.Writer, snap *router.Snapshot, k *router.KeySpec, cha
 		byTarget[r.Target] = append(byTarget[r.Target], via)
 	}
 	slices.Sort(order)
+	proof := &ResidencyProof{Labels: k.Residency, Reachable: []Reach{}}
 	var parts []string
-	escapes := 0
 	for _, t := range order {
 		ts := snap.Target(t)
-		p := fmt.Sprintf("%s (%s, via %s)", ts.Name, labelOf(ts.Residency), strings.Join(byTarget[t], ", "))
-		if !slices.Contains(k.Residency, ts.Residency) {
+		r := Reach{Target: ts.Name, Residency: ts.Residency, Via: byTarget[t], Outside: !slices.Contains(k.Residency, ts.Residency)}
+		proof.Reachable = append(proof.Reachable, r)
+		p := fmt.Sprintf("%s (%s, via %s)", ts.Name, labelOf(ts.Residency), strings.Join(r.Via, ", "))
+		if r.Outside {
 			p += " OUTSIDE"
-			escapes++
 		}
 		parts = append(parts, p)
 	}
 	if len(parts) == 0 {
 		parts = []string{"none"}
 	}
-	fmt.Fprintf(w, "residency proof: key %s may reach %s; its requests can reach %s\n", k.Name, quoteLabels(k.Residency), strings.Join(parts, "; "))
-	if escapes == 0 {
-		fmt.Fprintln(w, "residency proof: ok, every target this key can reach carries one of its labels")
+	proof.OK = !slices.ContainsFunc(proof.Reachable, func(r Reach) bool { return r.Outside })
+	x.e.Residency = proof
+	x.printf("residency proof: key %s may reach %s; its requests can reach %s", k.Name, quoteLabels(k.Residency), strings.Join(parts, "; "))
+	if proof.OK {
+		x.printf("residency proof: ok, every target this key can reach carries one of its labels")
 	} else {
-		fmt.Fprintln(w, "residency proof: FAILS, this config is refused (switchyard validate names a request for each target outside)")
+		x.printf("residency proof: FAILS, this config is refused (switchyard validate names a request for each target outside)")
 	}
 }
 

@@ -87,12 +87,18 @@ func (c *console) reloaded(r admin.Reload) {
 	c.hist.Add(r)
 }
 
-// served tells the console the configuration now served (key names).
+// served tells the console the configuration now served (key and target
+// names).
 func (c *console) served(cfg *config.Config) {
 	if c == nil || c.rec == nil {
 		return
 	}
 	c.rec.SetKeys(keyNames(cfg))
+	targets := make([]string, len(cfg.Targets))
+	for i := range cfg.Targets {
+		targets[i] = cfg.Targets[i].VirtualKey
+	}
+	c.rec.SetTargets(targets)
 }
 
 // StartConsole binds admin.listen and serves the console on it, when the

@@ -110,7 +110,7 @@ func (tr *tracker) reached(t *upstream.Target) {
 // Attempt implements upstream.Observer.
 func (tr *tracker) Attempt(t *upstream.Target, class upstream.Class, status int, took time.Duration) {
 	tr.reached(t)
-	tr.steps = append(tr.steps, telemetry.Step{Target: t, Class: class})
+	tr.steps = append(tr.steps, telemetry.Step{Target: t, Class: class, Took: took})
 	if tr.span.Recording() {
 		tr.span.Attempt(t, class, status, took, time.Now())
 	}
@@ -122,7 +122,7 @@ func (tr *tracker) Attempt(t *upstream.Target, class upstream.Class, status int,
 // Skip implements upstream.Observer.
 func (tr *tracker) Skip(t *upstream.Target, class upstream.Class) {
 	tr.reached(t)
-	tr.steps = append(tr.steps, telemetry.Step{Target: t, Class: class})
+	tr.steps = append(tr.steps, telemetry.Step{Target: t, Class: class, Skipped: true})
 	tr.span.Skip(t, class)
 	if o := tr.g.Observer; o != nil {
 		o.Skip(t, class)

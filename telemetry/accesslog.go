@@ -87,6 +87,12 @@ type Step struct {
 	Class  upstream.Class
 	// Refused: the residency guard stopped the walk at Target, uncalled.
 	Refused bool
+	// Skipped: the walk passed Target over without a call (parked, circuit
+	// open, saturated, out of quota).
+	Skipped bool
+	// Took is a call's duration (a stream's: to its first byte); 0 for a
+	// skip or a refusal.
+	Took time.Duration
 }
 
 // RuleNotRouted is Entry.Rule for a request refused before it was routed:

@@ -1,12 +1,13 @@
-// Switchyard console: polls /api/status every second, long-polls
-// /api/decisions, and asks /api/explain. Plain DOM; every text taken from
-// the API is set with textContent, never parsed as HTML.
+// Switchyard console: polls /api/status every second and /api/history
+// every two, long-polls /api/decisions, and asks /api/explain. Plain DOM;
+// every text taken from the API is set with textContent, never parsed as
+// HTML.
 "use strict";
 
 const SVGNS = "http://www.w3.org/2000/svg";
 const MAX_ROWS = 200;
 const MAX_RULES_DRAWN = 60;
-const state = { status: null, hot: new Map(), decisions: 0, lastOK: 0, keysSig: "" };
+const state = { status: null, history: null, hot: new Map(), decisions: 0, lastOK: 0, keysSig: "", filterSig: "" };
 
 function $(id) { return document.getElementById(id); }
 function el(tag, attrs, ...kids) {
@@ -41,8 +42,8 @@ function ago(t) {
   if (s < 86400) return Math.round(s / 3600) + "h ago";
   return new Date(t).toLocaleString();
 }
-async function getJSON(url) {
-  const r = await fetch(url, { cache: "no-store", credentials: "same-origin" });
+async function getJSON(url, signal) {
+  const r = await fetch(url, { cache: "no-store", credentials: "same-origin", signal });
   const body = await r.json().catch(() => ({}));
   if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
   return body;
@@ -71,7 +72,7 @@ function drawDiagram(st) {
   const rw = Math.min(300, Math.floor(W * (narrow ? 0.38 : 0.36)));
   const tw = Math.min(300, Math.floor(W * (narrow ? 0.46 : 0.36)));
   const tx = W - tw - 4;
-  const RH = 28, TH = narrow ? 58 : 62;
+  const RH = 28, TH = narrow ? 84 : 88;
   let RG = 6, TG = 10;
   // On a wall screen the diagram fills its panel: the gaps grow.
   const avail = window.innerWidth > 900 ? box.clientHeight - 8 : 0;
@@ -134,17 +135,20 @@ function drawDiagram(st) {
     g.append(sv("text", { x: tx + 12, y: y + 19, "font-weight": 700 }, clip(t.name, chars(nameW))));
     let label = s === "half_open" ? "HALF-OPEN" : s.toUpperCase();
     if (s === "parked") label += " " + Math.max(0, Math.ceil((new Date(t.parked_until) - Date.now()) / 1000)) + "s";
-    g.append(sv("text", { x: tx + 12, y: y + 36, class: "muted" }, clip(t.provider, chars(tw / 2))));
-    g.append(sv("text", { x: tx + tw - 8, y: y + 36, class: "state", "text-anchor": "end" }, label));
-    const line = narrow ? "in-flight " + t.in_flight + " · q " + t.queue_depth : "in-flight " + t.in_flight + " · queue " + t.queue_depth;
-    g.append(sv("text", { x: tx + 12, y: y + 52, class: "muted" }, line));
+    // Provider and state, load and quota room, then the charts of the
+    // last 15 minutes.
+    g.append(sv("text", { x: tx + 12, y: y + 34, class: "muted" }, clip(t.provider, chars(tw / 2))));
+    g.append(sv("text", { x: tx + tw - 8, y: y + 34, class: "state", "text-anchor": "end" }, label));
+    const load = narrow ? "in-flight " + t.in_flight + " · q " + t.queue_depth : "in-flight " + t.in_flight + " · queue " + t.queue_depth;
+    g.append(sv("text", { x: tx + 12, y: y + 48, class: "muted" }, load));
     const q = quotaRoom(t.quota);
     if (q !== null) {
       const mw = narrow ? 36 : Math.min(70, tw * 0.25), mx = tx + tw - mw - 8;
-      g.append(sv("rect", { class: "room", x: mx, y: y + 45, width: mw, height: 6, rx: 3 }));
-      g.append(sv("rect", { class: "roomfill", x: mx, y: y + 45, width: mw * q, height: 6, rx: 3 }));
+      g.append(sv("rect", { class: "room", x: mx, y: y + 42, width: mw, height: 6, rx: 3 }));
+      g.append(sv("rect", { class: "roomfill", x: mx, y: y + 42, width: mw * q, height: 6, rx: 3 }));
       g.append(sv("title", {}, "quota room " + Math.round(q * 100) + "%"));
     }
+    charts(g, tx + 12, y + 54, tw - 20, TH - 54 - 6, historyOf("targets", t.name), "target:" + t.name, narrow ? 1 : 3);
     nodes.append(g);
   });
 }
@@ -153,6 +157,122 @@ function drawDiagram(st) {
 function quotaRoom(q) {
   if (!q || !q.limits || !q.limits.length) return null;
   return Math.min(...q.limits.map(l => (l.limit > 0 ? Math.max(0, l.remaining) / l.limit : 1)));
+}
+
+// ---- history charts ----------------------------------------------------------
+// Each target and key gets three small charts of its last 15 minutes
+// (GET /api/history, 10-second points): requests (calls, for a target) per
+// second with the failed ones in red, p50 and p99 latency, tokens per
+// second, each labelled with its last minute's value. A point without data
+// (before the console started) is a gap.
+const CHARTS = ["req", "lat", "tok"];
+
+function historyOf(kind, name) {
+  const h = state.history;
+  return h ? h[kind].find(x => x.name === name) || null : null;
+}
+function rate(v) {
+  if (v == null) return "–";
+  if (v === 0) return "0";
+  if (v >= 100) return num(Math.round(v));
+  if (v >= 10) return v.toFixed(1);
+  return v < 0.01 ? "<0.01" : v.toFixed(2);
+}
+function ms(v) {
+  if (v == null) return "–";
+  if (v < 1) return v.toFixed(2) + "ms";
+  if (v < 1000) return Math.round(v) + "ms";
+  return (v / 1000).toFixed(v < 10000 ? 2 : 1) + "s";
+}
+// bars draws values (null = no data) as bars in a w×h box at (x, y),
+// scaled to max: one bar per point, so a single busy point shows.
+function bars(values, x, y, w, h, max) {
+  const dx = w / values.length;
+  let d = "";
+  values.forEach((v, i) => {
+    if (v == null || v <= 0 || max <= 0) return;
+    const bh = Math.max(1, Math.min(v, max) / max * h);
+    d += `M${(x + i * dx).toFixed(1)},${(y + h).toFixed(1)}v${(-bh).toFixed(1)}h${Math.max(1, dx - 0.4).toFixed(1)}v${bh.toFixed(1)}Z`;
+  });
+  return d;
+}
+// steps draws values as a line of one level per point, broken where a
+// point has no value.
+function steps(values, x, y, w, h, max) {
+  const dx = w / values.length;
+  let d = "", open = false;
+  values.forEach((v, i) => {
+    if (v == null || max <= 0) { open = false; return; }
+    const py = (y + h - Math.min(v, max) / max * h).toFixed(1);
+    d += (open ? "L" : "M") + (x + i * dx).toFixed(1) + "," + py + "h" + dx.toFixed(1);
+    open = true;
+  });
+  return d;
+}
+// chart appends one chart of series s (a /api/history series or null) to
+// parent, an <svg> or <g>.
+function chart(parent, x, y, w, h, s, id, metric) {
+  const g = sv("g", { class: "chart m-" + metric, "data-series": id, "data-metric": metric });
+  g.append(sv("rect", { class: "cbg", x, y, width: w, height: h, rx: 3 }));
+  const top = y + 11, ph = h - 12;
+  let label = "–", title = "";
+  if (s) {
+    // The label is the last minute's; the title the 15 minutes'.
+    const t = s.total, m = s.last_minute;
+    if (metric === "req") {
+      const errs = s.requests_per_s.map((v, i) => (v == null || s.error_rate[i] == null ? v : v * s.error_rate[i]));
+      const max = Math.max(1e-9, ...s.requests_per_s.filter(v => v != null));
+      g.append(sv("path", { class: "area req", d: bars(s.requests_per_s, x, top, w, ph, max) }));
+      g.append(sv("path", { class: "area err", d: bars(errs, x, top, w, ph, max) }));
+      const err = m.error_rate;
+      label = rate(m.requests_per_s) + "/s";
+      if (err) label = [label + " ", sv("tspan", { class: "bad" }, Math.round(err * 100) + "%")];
+      title = `15 min: ${t.requests} ${id.startsWith("target:") ? "calls" : "requests"}, ${t.errors} failed (${t.error_rate == null ? "–" : (t.error_rate * 100).toFixed(1) + "%"}), ${rate(t.requests_per_s)}/s`;
+      g.dataset.requests = t.requests; g.dataset.errors = t.errors; g.dataset.last = m.requests_per_s ?? "";
+    } else if (metric === "lat") {
+      const max = Math.max(1e-9, ...s.p99_ms.filter(v => v != null));
+      g.append(sv("path", { class: "line p50", d: steps(s.p50_ms, x, top, w, ph, max) }));
+      g.append(sv("path", { class: "line p99", d: steps(s.p99_ms, x, top, w, ph, max) }));
+      label = "p99 " + ms(m.p99_ms);
+      title = `15 min: p50 ${ms(t.p50_ms)}, p99 ${ms(t.p99_ms)}`;
+      g.dataset.last = m.p99_ms ?? "";
+    } else {
+      const max = Math.max(1e-9, ...s.tokens_per_s.filter(v => v != null));
+      g.append(sv("path", { class: "area tok", d: bars(s.tokens_per_s, x, top, w, ph, max) }));
+      label = rate(m.tokens_per_s) + " tok/s";
+      title = `15 min: ${num(t.tokens)} tokens, ${rate(t.tokens_per_s)}/s`;
+      g.dataset.last = m.tokens_per_s ?? "";
+    }
+  } else {
+    title = "no history";
+  }
+  const text = sv("text", { class: "clabel", x: x + 3, y: y + 9 });
+  text.append(...[label].flat());
+  g.append(text);
+  g.append(sv("title", {}, title));
+  parent.append(g);
+  return g;
+}
+// charts draws count charts (req, lat, tok) side by side in a w×h box.
+function charts(parent, x, y, w, h, s, id, count) {
+  const gap = 6, cw = (w - gap * (count - 1)) / count;
+  CHARTS.slice(0, count).forEach((m, i) => chart(parent, x + i * (cw + gap), y, cw, h, s, id, m));
+}
+// keyCharts draws a key's charts across its table's width.
+function keyCharts(name, width) {
+  const w = Math.max(240, (width || 400) - 14), h = 26;
+  const svg = sv("svg", { class: "spark", width: w, height: h, viewBox: `0 0 ${w} ${h}` });
+  charts(svg, 0, 0, w, h, historyOf("keys", name), "key:" + name, 3);
+  return svg;
+}
+async function pollHistory() {
+  try {
+    state.history = await getJSON("/api/history?step=10");
+    if (state.status) { drawKeys(state.status); drawDiagram(state.status); }
+  } catch (e) {
+    // the status poll reports a dead console
+  }
+  setTimeout(pollHistory, 2000);
 }
 
 // ---- keys, config, reloads --------------------------------------------------
@@ -165,13 +285,14 @@ function drawKeys(st) {
     const spend = k.spend_usd == null ? el("span", { class: "none" }, "–") : "$" + k.spend_usd.toFixed(k.spend_usd < 10 ? 4 : 2);
     const spendTitle = "since start" + (k.spend_day_usd == null ? "" :
       "; budgets: $" + k.spend_day_usd.toFixed(2) + " today, $" + k.spend_month_usd.toFixed(2) + " this month (UTC)");
-    tb.append(el("tr", {},
+    tb.append(el("tr", { class: "key" },
       el("td", { title: k.last_seen ? "last request " + ago(k.last_seen) : "no request yet" }, name),
       el("td", { class: "n" }, num(k.requests)),
       el("td", { class: "n" }, num(k.errors) + errPct),
       el("td", { class: "n" }, num(k.prompt_tokens) + " / " + num(k.completion_tokens)),
       el("td", { class: "n", title: spendTitle }, spend),
       el("td", {}, quotaCell(k.quota))));
+    tb.append(el("tr", { class: "hist", "data-key": k.name }, el("td", { colspan: 6 }, keyCharts(k.name, $("keys").parentElement.clientWidth))));
   }
   const sig = st.keys.map(k => k.name).join("\n");
   if (sig !== state.keysSig) {
@@ -219,7 +340,7 @@ async function pollStatus() {
     const st = await getJSON("/api/status");
     state.status = st;
     state.lastOK = Date.now();
-    drawConfig(st); drawKeys(st); drawDiagram(st);
+    drawConfig(st); drawKeys(st); drawDiagram(st); drawFilterOptions(st);
   } catch (e) {
     $("live-text").textContent = e.message;
   }
@@ -243,14 +364,46 @@ function decisionRow(d) {
     el("td", { class: "n", title: d.outcome + (d.attempts ? ", " + d.attempts + " attempt(s)" : "") }, el("span", { class: "st " + cls }, d.status)),
     el("td", { class: "n" }, d.latency_ms < 10 ? d.latency_ms.toFixed(2) + " ms" : Math.round(d.latency_ms) + " ms"));
 }
+// The decision list's filters (key, target, status) are the API's: a
+// change starts the list over with the server's answer for them.
+function decisionQuery() {
+  const f = $("dec-filter"), p = new URLSearchParams();
+  if (f.key.value !== "*") p.set("key", f.key.value);
+  if (f.target.value !== "*") p.set("target", f.target.value);
+  if (f.status.value) p.set("status", f.status.value);
+  return p;
+}
+function drawFilterOptions(st) {
+  const sig = st.keys.map(k => k.name).join("\n") + "\t" + st.targets.map(t => t.name).join("\n");
+  if (sig === state.filterSig) return;
+  state.filterSig = sig;
+  const f = $("dec-filter");
+  const fill = (sel, any, items) => {
+    const cur = sel.value;
+    sel.replaceChildren(el("option", { value: "*" }, any), ...items.map(([v, label]) => el("option", { value: v }, label)));
+    sel.value = items.some(([v]) => v === cur) ? cur : "*";
+  };
+  fill(f.key, "any key", st.keys.map(k => [k.name, k.name === "" ? "(no key)" : k.name]));
+  fill(f.target, "any target", st.targets.map(t => [t.name, t.name]));
+}
+const dec = { gen: 0, ctrl: null };
 async function pollDecisions() {
-  let next = 0, first = true;
-  for (;;) {
+  const gen = ++dec.gen;
+  if (dec.ctrl) dec.ctrl.abort();
+  const ctrl = new AbortController();
+  dec.ctrl = ctrl;
+  const tb = $("decisions").tBodies[0];
+  tb.replaceChildren();
+  state.decisions = 0;
+  $("dec-count").textContent = "";
+  let next = null; // the first answer is the newest decisions, at once
+  while (gen === dec.gen) {
     try {
-      const r = await getJSON("/api/decisions?after=" + next + (first ? "&wait=0" : ""));
-      first = false;
+      const p = decisionQuery();
+      if (next !== null) p.set("after", next);
+      const r = await getJSON("/api/decisions?" + p, ctrl.signal);
+      if (gen !== dec.gen) return;
       next = r.next;
-      const tb = $("decisions").tBodies[0];
       for (const d of r.decisions) {
         tb.prepend(decisionRow(d));
         state.decisions++;
@@ -265,6 +418,7 @@ async function pollDecisions() {
         if (state.status) drawDiagram(state.status);
       }
     } catch (e) {
+      if (gen !== dec.gen) return;
       await new Promise(res => setTimeout(res, 2000));
     }
   }
@@ -301,8 +455,11 @@ function tick() {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("explain-form").addEventListener("submit", explain);
+  $("dec-filter").addEventListener("change", pollDecisions);
+  $("dec-filter").addEventListener("submit", ev => ev.preventDefault());
   window.addEventListener("resize", () => state.status && drawDiagram(state.status));
   setInterval(tick, 500);
   pollStatus();
+  pollHistory();
   pollDecisions();
 });
