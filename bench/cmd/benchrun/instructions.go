@@ -59,6 +59,11 @@ func (b *bench) instructions() {
 		b    []byte
 	}
 	bodies := []body{{"190 B", instrBody190}, {"1 KB", chatBodyOfSize(1 << 10)}}
+	for _, kb := range strings.Split(b.o.instrKB, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(kb)); err == nil && n > 0 {
+			bodies = append(bodies, body{kb + " KB", chatBodyOfSize(n << 10)})
+		}
+	}
 	var only *regexp.Regexp
 	if b.o.rows != "" {
 		var err error

@@ -24,6 +24,7 @@ import (
 type options struct {
 	out, switchyard, only       string
 	rows, keepCallgrind         string
+	instrKB                     string
 	duration, warmup, sweepStep time.Duration
 	conns, idleConns, rules     int
 	profileSeconds              int
@@ -69,6 +70,7 @@ func main() {
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 8, "seconds of each proxy's CPU profile (0: none)")
 	flag.StringVar(&o.only, "only", "", "run one group: sizes, features, streams, profile or instructions; default all")
 	flag.StringVar(&o.rows, "rows", "", "instructions: count only the rows whose \"ROW, BODY\" matches this regexp (e.g. '1 rule, 190'); default all")
+	flag.StringVar(&o.instrKB, "instr-kb", "", "instructions: more chat bodies to count, comma-separated sizes in KB (e.g. 16,128); default only 190 B and 1 KB")
 	flag.StringVar(&o.keepCallgrind, "keep-callgrind", "", "instructions: copy each row's counted callgrind dump into this directory, for callgrind_annotate")
 	flag.Parse()
 
