@@ -162,7 +162,16 @@ func (tr *tracker) StreamEnd(r upstream.Result, took time.Duration) {
 // translating adapter, into the record. Called before walkReturned, while
 // the handler still owns rc.
 func (tr *tracker) noteDropped(rc *fasthttp.RequestCtx) {
-	tr.dropped = append(tr.dropped[:0], rc.Response.Header.Peek(headerDroppedTools)...)
+	// A scan of the answer's few fields, not Peek: Peek normalizes the name
+	// on every call (about 500 instructions for this one), and the walk
+	// sets the field under its canonical name, as fasthttp stores any.
+	tr.dropped = tr.dropped[:0]
+	for k, v := range rc.Response.Header.All() {
+		if string(k) == headerDroppedTools {
+			tr.dropped = append(tr.dropped, v...)
+			break
+		}
+	}
 	if len(tr.dropped) > 0 {
 		tr.entry.DroppedTools = tr.dropped
 	}
