@@ -36,9 +36,12 @@ const MaxHistories = 256
 type keyCounters struct {
 	requests, errors   atomic.Int64
 	prompt, completion atomic.Int64
-	lastSeen           atomic.Int64 // Unix nanoseconds; 0 = never
-	spend              atomic.Int64 // micro-USD of priced answers
-	priced             atomic.Bool  // an answer was priced
+	// cacheRead and cacheWrite are the parts of prompt read from and
+	// written to the providers' prompt caches.
+	cacheRead, cacheWrite atomic.Int64
+	lastSeen              atomic.Int64 // Unix nanoseconds; 0 = never
+	spend                 atomic.Int64 // micro-USD of priced answers
+	priced                atomic.Bool  // an answer was priced
 	// history is the key's last minutes; nil past MaxHistories keys.
 	history *traffic.Series
 }
@@ -113,6 +116,12 @@ func (r *Recorder) Finished(e *telemetry.Entry) {
 	}
 	if e.Usage.HasPrompt {
 		c.prompt.Add(e.Usage.Prompt)
+		if e.Usage.CacheRead != 0 {
+			c.cacheRead.Add(e.Usage.CacheRead)
+		}
+		if e.Usage.CacheWrite != 0 {
+			c.cacheWrite.Add(e.Usage.CacheWrite)
+		}
 	}
 	if e.Usage.HasCompletion {
 		c.completion.Add(e.Usage.Completion)

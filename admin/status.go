@@ -69,6 +69,15 @@ type Key struct {
 	Errors           int64  `json:"errors"`
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
+	// CacheReadTokens and CacheWriteTokens are the parts of PromptTokens
+	// read from and written to the providers' prompt caches.
+	CacheReadTokens  int64 `json:"cache_read_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
+	// EstimateRatio is the key's learned ratio of counted input tokens to
+	// ceil(body bytes / 4) in this process (docs/quotas.md, Cached
+	// tokens), between 0.05 and 1; null for requests without a key and
+	// without quotas.
+	EstimateRatio *float64 `json:"estimate_ratio"`
 	// SpendUSD is the spend of its answers since start, at the targets'
 	// prices; null until an answer was priced.
 	SpendUSD *float64 `json:"spend_usd"`
@@ -108,6 +117,13 @@ func (s *Server) status(st *hotpath.State, now time.Time) *Status {
 		out.Targets[i] = target(&cfg.Targets[i], t, q, now)
 	}
 	out.Keys = s.keys(cfg, q)
+	if st.Quota != nil {
+		for i := range out.Keys {
+			if r, ok := st.Quota.EstimateRatio(out.Keys[i].Name); ok {
+				out.Keys[i].EstimateRatio = &r
+			}
+		}
+	}
 	return out
 }
 
@@ -145,6 +161,7 @@ func (s *Server) keys(cfg *config.Config, q Quotas) []Key {
 		if c := m[n]; c != nil {
 			k.Requests, k.Errors = c.requests.Load(), c.errors.Load()
 			k.PromptTokens, k.CompletionTokens = c.prompt.Load(), c.completion.Load()
+			k.CacheReadTokens, k.CacheWriteTokens = c.cacheRead.Load(), c.cacheWrite.Load()
 			if c.priced.Load() {
 				usd := float64(c.spend.Load()) / 1e6
 				k.SpendUSD = &usd

@@ -128,9 +128,14 @@ type item struct {
 	key, hash    string
 	surface      router.Surface
 	rule, status int
+	usage        upstream.Usage
 	reqID, model span // in bytes
 	chain        span // in chains
 	steps        span // in steps
+	// api and op name a batch API call (telemetry.BatchCall; "" = not
+	// one); id is its object id, in bytes.
+	api, op string
+	id      span
 }
 
 // span is the part [from, to) of one of a batch's arrays.
@@ -301,12 +306,14 @@ func (l *Log) Add(e *telemetry.Entry, hash string) {
 	}
 	b := &l.batch
 	it := item{at: l.opt.Now(), // under mu: times follow the seq order
-		key: e.Key, hash: hash, surface: e.Surface, rule: e.Rule, status: e.Status}
+		key: e.Key, hash: hash, surface: e.Surface, rule: e.Rule, status: e.Status, usage: e.Usage, api: e.Batch.API, op: e.Batch.Op}
 	it.reqID.from = len(b.bytes)
 	b.bytes = append(b.bytes, e.RequestID...)
 	it.reqID.to, it.model.from = len(b.bytes), len(b.bytes)
 	b.bytes = append(b.bytes, e.Model...)
-	it.model.to = len(b.bytes)
+	it.model.to, it.id.from = len(b.bytes), len(b.bytes)
+	b.bytes = append(b.bytes, e.Batch.ID...)
+	it.id.to = len(b.bytes)
 	it.chain.from = len(b.chains)
 	b.chains = append(b.chains, e.Walked...)
 	it.chain.to = len(b.chains)
@@ -468,7 +475,17 @@ func (l *Log) appendRecord(b []byte, bt *batch, it *item) []byte {
 	b = append(b, `,"key":`...)
 	b = appendJSONString(b, it.key)
 	b = append(b, `,"surface":`...)
-	b = appendJSONString(b, surfaceName(it.surface))
+	if it.api != "" {
+		// A batch API call: its API is the surface, with the operation
+		// and the file or batch id.
+		b = appendJSONString(b, it.api)
+		b = append(b, `,"operation":`...)
+		b = appendJSONString(b, it.op)
+		b = append(b, `,"id":`...)
+		b = appendJSONString(b, byteconv.String(bt.bytes[it.id.from:it.id.to]))
+	} else {
+		b = appendJSONString(b, surfaceName(it.surface))
+	}
 	b = append(b, `,"model":`...)
 	b = appendJSONString(b, byteconv.String(bt.bytes[it.model.from:it.model.to]))
 	b = append(b, `,"rule":`...)
@@ -504,11 +521,39 @@ func (l *Log) appendRecord(b []byte, bt *batch, it *item) []byte {
 	}
 	b = append(b, `],"status":`...)
 	b = strconv.AppendInt(b, int64(it.status), 10)
+	b = appendUsage(b, &it.usage)
 	b = append(b, `,"config_hash":`...)
 	b = appendJSONString(b, it.hash)
 	b = append(b, `,"prev":"`...)
 	b = hex.AppendEncode(b, l.prev[:])
 	return append(b, `"}`...)
+}
+
+// appendUsage appends the answer's usage in its four parts (docs/quotas.md,
+// Cached tokens), `,"usage":{"input":…,"cache_read":…,"cache_write":…,
+// "output":…}`, each part the answer reported; nothing when it reported
+// none.
+func appendUsage(b []byte, u *upstream.Usage) []byte {
+	if !u.Known() {
+		return b
+	}
+	b = append(b, `,"usage":{`...)
+	if u.HasPrompt {
+		b = append(b, `"input":`...)
+		b = strconv.AppendInt(b, u.Input(), 10)
+		b = append(b, `,"cache_read":`...)
+		b = strconv.AppendInt(b, u.CacheRead, 10)
+		b = append(b, `,"cache_write":`...)
+		b = strconv.AppendInt(b, u.CacheWrite, 10)
+		if u.HasCompletion {
+			b = append(b, ',')
+		}
+	}
+	if u.HasCompletion {
+		b = append(b, `"output":`...)
+		b = strconv.AppendInt(b, u.Completion, 10)
+	}
+	return append(b, '}')
 }
 
 // appendJSONString appends s as a JSON string, as upstream.AppendJSONString

@@ -450,3 +450,43 @@ func TestBehindWhileTheWriterIsStuck(t *testing.T) {
 		t.Fatalf("report %+v err %v", r, err)
 	}
 }
+
+// TestLogCarriesUsage: a line has the answer's usage in its four parts,
+// only the parts reported, and none without usage; the chain verifies.
+func TestLogCarriesUsage(t *testing.T) {
+	priv, pub := testKey(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := Open(Options{Path: path, Key: priv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []upstream.Usage{
+		{Prompt: 100, CacheRead: 90, CacheWrite: 8, Completion: 5, HasPrompt: true, HasCompletion: true},
+		{Prompt: 8, HasPrompt: true},
+		{},
+	} {
+		l.Add(&telemetry.Entry{RequestID: []byte("r"), Key: "k", Surface: router.SurfaceMessages, Model: []byte("m"),
+			Walked: []string{"eu"}, Status: 200, Usage: u, Steps: []telemetry.Step{{Target: euTarget, Class: upstream.ClassOK}}}, "h")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i, want := range []string{
+		`"status":200,"usage":{"input":2,"cache_read":90,"cache_write":8,"output":5},"config_hash"`,
+		`"status":200,"usage":{"input":8,"cache_read":0,"cache_write":0},"config_hash"`,
+		`"status":200,"config_hash"`,
+	} {
+		if !strings.Contains(lines[i], want) {
+			t.Fatalf("line %d %s\nlacks %s", i, lines[i], want)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &v); err != nil {
+			t.Fatalf("line %d is not JSON: %v", i, err)
+		}
+	}
+	if _, err := Verify(pub, []string{path}); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+}

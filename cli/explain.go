@@ -26,8 +26,8 @@ import (
 //	request: chat model "gpt-4o", user "alice", stream false, tools false, metadata tier="gold"
 //	rule: strategy.conditions[2] line 14: metadata tier=gold
 //	chain: openai, bedrock
-//	member openai: provider openai, serves model yes, serves surface yes: candidate
-//	member bedrock: provider bedrock, serves model no, serves surface yes: not a candidate
+//	member openai: provider openai, serves model yes, serves surface native: candidate
+//	member bedrock: provider bedrock, serves model no, serves surface translated: not a candidate
 //	outcome: routes to openai
 //
 // With -json it prints an Explanation instead: the same facts as data,
@@ -197,6 +197,9 @@ func ExplainData(cfg *config.Config, q ExplainRequest) (*Explanation, error) {
 		if l := keyLimitsLine(cfg, key.Name); l != "" {
 			x.printf("%s", l)
 		}
+		if l := estimateLine(cfg, key.Name); l != "" {
+			x.printf("%s", l)
+		}
 		if !e.Key.ModelAllowed {
 			e.Request = requestRead(&req, set, *metadata)
 			x.printf("request: %s", describeRequest(&req, set, *metadata))
@@ -240,7 +243,7 @@ func ExplainData(cfg *config.Config, q ExplainRequest) (*Explanation, error) {
 		m := snap.ServesModel(t, req.Model)
 		s := snap.ServesSurface(t, surface) && form != provider.FormNone
 		mem := ChainMember{Target: ts.Name, Provider: ts.Provider, ServesModel: m, ServesSurface: s,
-			Form: form.String(), ModelSent: up, Residency: ts.Residency, Candidate: m && s,
+			Form: form.String(), CountTokensForm: countTokensForm(ct, surface, up), ModelSent: up, Residency: ts.Residency, Candidate: m && s,
 			Limits: limitsOf(&ct.Limits), Price: memberPrice(ct, *model)}
 		if d := providerDetail(ct, up); d != "" {
 			mem.Detail = d[2 : len(d)-1] // providerDetail's " (…)"
@@ -261,7 +264,7 @@ func ExplainData(cfg *config.Config, q ExplainRequest) (*Explanation, error) {
 		}
 		servesModel = servesModel || m
 		x.printf("member %s: provider %s%s, serves model %s, serves surface %s: %s%s",
-			ts.Name, ts.Provider, providerDetail(ct, up), yesNo(m), yesNo(s), verdict, memberQuota(ct, *model))
+			ts.Name, ts.Provider, providerDetail(ct, up), yesNo(m), describeForm(form, mem.CountTokensForm, s), verdict, memberQuota(ct, *model))
 	}
 	switch {
 	case len(candidates) > 0:
@@ -353,6 +356,19 @@ func describeMatch(r router.RuleSpec, i, line int) string {
 		fmt.Fprintf(&b, ": %s=%s", r.Key, r.Value)
 	}
 	return b.String()
+}
+
+// describeForm renders whether a member serves the surface: "no",
+// "native" or "translated", and "(count_tokens estimated)" on messages
+// where the gateway estimates count_tokens.
+func describeForm(f provider.Form, countTokens string, serves bool) string {
+	if !serves {
+		return "no"
+	}
+	if countTokens == provider.FormEstimate.String() {
+		return f.String() + " (count_tokens estimated)"
+	}
+	return f.String()
 }
 
 func yesNo(b bool) string {

@@ -30,7 +30,7 @@ func providerDetail(t *config.Target, upstreamModel string) string {
 		if strings.HasPrefix(upstreamModel, "claude-") {
 			parts = append(parts, "Claude through rawPredict")
 		} else {
-			parts = append(parts, "OpenAI-compatible endpoint, chat only")
+			parts = append(parts, "OpenAI-compatible endpoint")
 		}
 	case config.ProviderGemini:
 		parts = append(parts, "Gemini API OpenAI-compatible endpoint, global")

@@ -117,7 +117,7 @@ func memberPrice(t *config.Target, model string) *Price {
 	if !ok {
 		return nil
 	}
-	return &Price{Input: p.Input, Output: p.Output}
+	return &Price{Input: p.Input, Output: p.Output, CacheRead: p.CacheReadUSD(), CacheWrite: p.CacheWriteUSD()}
 }
 
 // formOf is how target t serves surface s for the model id sent upstream,
@@ -130,4 +130,16 @@ func formOf(t *config.Target, s router.Surface, upstreamModel string) provider.F
 	ep := provider.Endpoint{BaseURL: strings.TrimRight(t.BaseURL, "/"), Region: t.Region,
 		APIVersion: t.AzureAPIVersion, Project: t.Project}
 	return provider.FormOf(info.Adapter, &ep, s, []byte(upstreamModel))
+}
+
+// countTokensForm is how target t answers POST /v1/messages/count_tokens
+// for upstreamModel on the messages surface: "native" (the provider
+// counts) or "estimate" (the gateway does); "" on other surfaces.
+func countTokensForm(t *config.Target, s router.Surface, upstreamModel string) string {
+	info := provider.Lookup(t.Provider)
+	if info == nil || s != router.SurfaceMessages {
+		return ""
+	}
+	ep := provider.Endpoint{APIVersion: t.AzureAPIVersion}
+	return provider.CountTokensForm(info.Adapter, &ep, []byte(upstreamModel)).String()
 }

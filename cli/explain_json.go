@@ -103,8 +103,12 @@ type ChainMember struct {
 	// natively or translated (Form is not none).
 	ServesSurface bool `json:"serves_surface"`
 	// Form is native, translated or none: how the member serves the
-	// surface.
+	// surface (provider.FormOf, the form the walk takes).
 	Form string `json:"form"`
+	// CountTokensForm is how the member answers count_tokens on the
+	// messages surface: native, or estimate (the gateway's own, no
+	// upstream call); "" (left out) on other surfaces.
+	CountTokensForm string `json:"count_tokens_form,omitempty"`
 	// ModelSent is the model id sent upstream, after the member's
 	// model_map.
 	ModelSent string `json:"model_sent"`
@@ -127,6 +131,11 @@ type ChainMember struct {
 type Price struct {
 	Input  float64 `json:"input"`
 	Output float64 `json:"output"`
+	// CacheRead and CacheWrite are what the cache's tokens are charged:
+	// the price's cache_read and cache_write, or Input where it gives none
+	// (docs/quotas.md, Cached tokens).
+	CacheRead  float64 `json:"cache_read"`
+	CacheWrite float64 `json:"cache_write"`
 }
 
 // Outcome is what a walk over healthy members gives.

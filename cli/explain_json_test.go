@@ -44,9 +44,11 @@ func TestExplainJSON(t *testing.T) {
 		t.Errorf("chain %v outcome %+v", e.Chain, e.Outcome)
 	}
 	want := []ChainMember{
-		{Target: "anthropic", Provider: "anthropic", ServesModel: true, ServesSurface: true, Form: "native",
+		// Chat reaches both through their own chat translation (to the
+		// Messages API, to Converse).
+		{Target: "anthropic", Provider: "anthropic", ServesModel: true, ServesSurface: true, Form: "translated",
 			ModelSent: "claude-sonnet-4", Candidate: true},
-		{Target: "bedrock", Provider: "bedrock", ServesModel: true, ServesSurface: true, Form: "native",
+		{Target: "bedrock", Provider: "bedrock", ServesModel: true, ServesSurface: true, Form: "translated",
 			ModelSent: "us.anthropic.claude-sonnet-4-v1:0", Candidate: true},
 	}
 	if got := fmt.Sprintf("%+v", e.Members); got != fmt.Sprintf("%+v", want) {
@@ -167,7 +169,14 @@ func checkAgrees(t *testing.T, what string, e *Explanation) {
 			t.Errorf("%s: member %+v", what, m)
 		}
 		line := fmt.Sprintf("member %s: provider %s", m.Target, m.Provider)
-		verdict := fmt.Sprintf("serves model %s, serves surface %s: ", yesNo(m.ServesModel), yesNo(m.ServesSurface))
+		form := "no"
+		if m.ServesSurface {
+			form = m.Form
+			if m.CountTokensForm == "estimate" {
+				form += " (count_tokens estimated)"
+			}
+		}
+		verdict := fmt.Sprintf("serves model %s, serves surface %s: ", yesNo(m.ServesModel), form)
 		if m.Candidate {
 			verdict += "candidate"
 			cands = append(cands, m.Target)
@@ -217,22 +226,39 @@ auth:
     - {name: k2, key: bbbbbbbbbbbbbbbbbbbbbbbbbb, user: bob, metadata: {tier: gold}, models: ["claude-*"]}
 `
 
+// On messages each member says how it answers count_tokens: counted by the
+// provider, or the gateway's estimate; on other surfaces nothing.
+func TestExplainJSONCountTokensForm(t *testing.T) {
+	path := writeConfig(t, "gw.yaml", explainConfig)
+	for _, tc := range []struct{ model, surface, anthropic, bedrock string }{
+		{"claude-sonnet-4", "messages", "native", "native"}, // bedrock sends us.anthropic.…
+		{"claude-x", "messages", "native", "estimate"},      // bedrock sends claude-x: no count there
+		{"claude-x", "chat", "", ""},
+	} {
+		e := explainJSON(t, path, "-model", tc.model, "-surface", tc.surface)
+		if m := e.Members; len(m) != 2 || m[0].CountTokensForm != tc.anthropic || m[1].CountTokensForm != tc.bedrock {
+			t.Errorf("%s %s: %+v", tc.model, tc.surface, m)
+		}
+	}
+}
+
 // Cloud members: the detail, the deployment a classic azure URL is sent,
-// and responses, which azure serves on the v1 API only.
+// and responses, which azure serves natively on the v1 API only and
+// translated on classic URLs.
 func TestExplainJSONCloud(t *testing.T) {
 	path := writeConfig(t, "gw.yaml", cloudExplainConfig)
 	e := explainJSON(t, path, "-model", "gpt-4o", "-surface", "responses", "-key", "k1")
 	m := e.Members
-	if len(m) != 3 || m[0].Form != "native" || m[1].Form != "none" || m[1].ServesSurface || m[1].ModelSent != "dep1" ||
+	if len(m) != 3 || m[0].Form != "native" || m[1].Form != "translated" || !m[1].ServesSurface || m[1].ModelSent != "dep1" ||
 		m[1].Detail != "classic deployment URL, deployment dep1, api-version 2024-10-21; api-key" ||
 		m[2].Detail != "v1 API; deployment type datazone; Entra ID token" || m[1].ResidencyAllowed == nil || *m[1].ResidencyAllowed {
 		t.Errorf("members %+v", m)
 	}
-	if !slices.Equal(e.Outcome.RoutesTo, []string{"ag", "ad"}) || e.Key.Limits["tokens_per_minute"] != 1000 {
+	if !slices.Equal(e.Outcome.RoutesTo, []string{"ag", "ac", "ad"}) || e.Key.Limits["tokens_per_minute"] != 1000 {
 		t.Errorf("outcome %+v key %+v", e.Outcome, e.Key)
 	}
 	e = explainJSON(t, path, "-model", "claude-x", "-key", "k1")
-	if m := e.Members; len(m) != 3 || m[0].ModelSent != "claude-x@2025" || m[2].Price == nil || *m[2].Price != (Price{Input: 3, Output: 15}) ||
+	if m := e.Members; len(m) != 3 || m[0].ModelSent != "claude-x@2025" || m[2].Price == nil || *m[2].Price != (Price{Input: 3, Output: 15, CacheRead: 3, CacheWrite: 3}) ||
 		m[2].Limits["requests_per_minute"] != 5 || m[0].Price != nil {
 		t.Errorf("members %+v", m)
 	}

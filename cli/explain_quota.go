@@ -59,8 +59,9 @@ func memberQuota(t *config.Target, model string) string {
 	}
 	if len(t.Prices) > 0 {
 		if p, ok := priceFor(t.Prices, model); ok {
-			out += fmt.Sprintf("; price per 1M tokens: input $%s, output $%s",
-				strconv.FormatFloat(p.Input, 'f', -1, 64), strconv.FormatFloat(p.Output, 'f', -1, 64))
+			usd := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+			out += fmt.Sprintf("; price per 1M tokens: input $%s, output $%s, cache read $%s, cache write $%s",
+				usd(p.Input), usd(p.Output), usd(p.CacheReadUSD()), usd(p.CacheWriteUSD()))
 		} else {
 			out += "; no price for this model"
 		}

@@ -37,8 +37,8 @@ auth:
 	}
 	for _, want := range []string{
 		"limits: requests_per_minute 600, spend_per_day_usd 50 (counted in the memory store;",
-		"member openai: provider openai, serves model yes, serves surface yes: candidate; own limits: requests_per_minute 10000, tokens_per_minute 2000000 (skipped when out of room); price per 1M tokens: input $2.5, output $10",
-		"member backup: provider openai, serves model yes, serves surface yes: candidate; price per 1M tokens: input $1, output $4",
+		"member openai: provider openai, serves model yes, serves surface native: candidate; own limits: requests_per_minute 10000, tokens_per_minute 2000000 (skipped when out of room); price per 1M tokens: input $2.5, output $10",
+		"member backup: provider openai, serves model yes, serves surface native: candidate; price per 1M tokens: input $1, output $4",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)

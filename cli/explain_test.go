@@ -68,7 +68,7 @@ func TestExplain(t *testing.T) {
 				`request: chat model "gpt-4o", no user, stream false, tools false, no metadata`,
 				`rule: strategy.conditions[0] line 4: model=gpt-4o`,
 				`chain: openai`,
-				`member openai: provider openai, serves model yes, serves surface yes: candidate`,
+				`member openai: provider openai, serves model yes, serves surface native: candidate`,
 				`outcome: routes to openai`,
 			},
 		},
@@ -79,9 +79,9 @@ func TestExplain(t *testing.T) {
 				`request: chat model "claude-sonnet-4", no user, stream false, tools false, no metadata`,
 				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
 				`chain: anthropic, bedrock`,
-				`member anthropic: provider anthropic, serves model yes, serves surface yes: candidate`,
+				`member anthropic: provider anthropic, serves model yes, serves surface translated: candidate`,
 				// model_map renames the model for bedrock: explain says so.
-				`member bedrock: provider bedrock, serves model yes, serves surface yes: candidate, sends model "us.anthropic.claude-sonnet-4-v1:0"`,
+				`member bedrock: provider bedrock, serves model yes, serves surface translated: candidate, sends model "us.anthropic.claude-sonnet-4-v1:0"`,
 				`outcome: routes to anthropic, then bedrock on provider failure`,
 			},
 		},
@@ -92,8 +92,8 @@ func TestExplain(t *testing.T) {
 				`request: chat model "claude-x", no user, stream false, tools false, no metadata`,
 				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
 				`chain: anthropic, bedrock`,
-				`member anthropic: provider anthropic, serves model yes, serves surface yes: candidate`,
-				`member bedrock: provider bedrock, serves model yes, serves surface yes: candidate`,
+				`member anthropic: provider anthropic, serves model yes, serves surface translated: candidate`,
+				`member bedrock: provider bedrock, serves model yes, serves surface translated: candidate`,
 				`outcome: routes to anthropic, then bedrock on provider failure`,
 			},
 		},
@@ -104,9 +104,9 @@ func TestExplain(t *testing.T) {
 				`request: completions model "mistral-large", no user, stream false, tools false, no metadata`,
 				`rule: strategy.conditions[6] line 23: model_prefix=mistral-`,
 				`chain: openai, bedrock, mistral`,
-				`member openai: provider openai, serves model no, serves surface yes: not a candidate`,
+				`member openai: provider openai, serves model no, serves surface native: not a candidate`,
 				`member bedrock: provider bedrock, serves model yes, serves surface no: not a candidate`,
-				`member mistral: provider openai, serves model yes, serves surface yes: candidate`,
+				`member mistral: provider openai, serves model yes, serves surface native: candidate`,
 				`outcome: routes to mistral`,
 			},
 		},
@@ -117,8 +117,8 @@ func TestExplain(t *testing.T) {
 				`request: chat model "gpt-4o-mini", user "alice", stream false, tools false, no metadata`,
 				`rule: strategy.conditions[2] line 10: user=alice`,
 				`chain: bedrock, openai`,
-				`member bedrock: provider bedrock, serves model no, serves surface yes: not a candidate`,
-				`member openai: provider openai, serves model yes, serves surface yes: candidate`,
+				`member bedrock: provider bedrock, serves model no, serves surface translated: not a candidate`,
+				`member openai: provider openai, serves model yes, serves surface native: candidate`,
 				`outcome: routes to openai`,
 			},
 		},
@@ -129,7 +129,7 @@ func TestExplain(t *testing.T) {
 				`request: chat model "gpt-4o", user "alice", stream false, tools false, no metadata`,
 				`rule: strategy.conditions[0] line 4: model=gpt-4o`,
 				`chain: openai`,
-				`member openai: provider openai, serves model yes, serves surface yes: candidate`,
+				`member openai: provider openai, serves model yes, serves surface native: candidate`,
 				`outcome: routes to openai`,
 			},
 		},
@@ -154,8 +154,8 @@ func TestExplain(t *testing.T) {
 				`request: chat model "claude-x", no user, stream false, tools false, metadata tier="1.0"`,
 				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
 				`chain: anthropic, bedrock`,
-				`member anthropic: provider anthropic, serves model yes, serves surface yes: candidate`,
-				`member bedrock: provider bedrock, serves model yes, serves surface yes: candidate`,
+				`member anthropic: provider anthropic, serves model yes, serves surface translated: candidate`,
+				`member bedrock: provider bedrock, serves model yes, serves surface translated: candidate`,
 				`outcome: routes to anthropic, then bedrock on provider failure`,
 			},
 		},
@@ -166,7 +166,7 @@ func TestExplain(t *testing.T) {
 				`request: chat model "gpt-5-mini", no user, stream false, tools false, metadata tier="1"`,
 				`rule: no match → targets[0] (openai)`,
 				`chain: openai`,
-				`member openai: provider openai, serves model yes, serves surface yes: candidate`,
+				`member openai: provider openai, serves model yes, serves surface native: candidate`,
 				`outcome: routes to openai`,
 			},
 		},
@@ -177,7 +177,7 @@ func TestExplain(t *testing.T) {
 				`request: chat model "gpt-5-mini", no user, stream false, tools false, metadata x="true" tier="1.0"`,
 				`rule: strategy.conditions[3] line 13: metadata tier=1.0`,
 				`chain: anthropic`,
-				`member anthropic: provider anthropic, serves model no, serves surface yes: not a candidate`,
+				`member anthropic: provider anthropic, serves model no, serves surface translated: not a candidate`,
 				`outcome: 404 model_not_found: no chain member serves model "gpt-5-mini"`,
 				`note: targets[0] (openai) serves this request but is not in the chain, so it is never called`,
 				`note: targets[4] (spare) serves this request but is not in the chain, so it is never called`,
@@ -190,7 +190,7 @@ func TestExplain(t *testing.T) {
 				`request: chat model "gpt-4o-mini", user "bob", stream false, tools false, no metadata`,
 				`rule: no match → targets[0] (openai)`,
 				`chain: openai`,
-				`member openai: provider openai, serves model yes, serves surface yes: candidate`,
+				`member openai: provider openai, serves model yes, serves surface native: candidate`,
 				`outcome: routes to openai`,
 			},
 		},
@@ -201,7 +201,7 @@ func TestExplain(t *testing.T) {
 				`request: chat model "llama-3.1-70b", no user, stream false, tools false, no metadata`,
 				`rule: no match → targets[0] (openai)`,
 				`chain: openai`,
-				`member openai: provider openai, serves model no, serves surface yes: not a candidate`,
+				`member openai: provider openai, serves model no, serves surface native: not a candidate`,
 				`outcome: 404 model_not_found: no chain member serves model "llama-3.1-70b"`,
 				`note: targets[4] (spare) serves this request but is not in the chain, so it is never called`,
 			},
@@ -227,7 +227,7 @@ func TestExplain(t *testing.T) {
 				`request: chat model "text-embedding-3-small", no user, stream true, tools true, no metadata`,
 				`rule: strategy.conditions[4] line 17: stream=true`,
 				`chain: anthropic`,
-				`member anthropic: provider anthropic, serves model no, serves surface yes: not a candidate`,
+				`member anthropic: provider anthropic, serves model no, serves surface translated: not a candidate`,
 				`outcome: 404 model_not_found: no chain member serves model "text-embedding-3-small"`,
 				`note: targets[0] (openai) serves this request but is not in the chain, so it is never called`,
 				`note: targets[4] (spare) serves this request but is not in the chain, so it is never called`,
@@ -240,7 +240,7 @@ func TestExplain(t *testing.T) {
 				`request: chat model "gpt-4o-mini", no user, stream false, tools true, no metadata`,
 				`rule: strategy.conditions[5] line 20: has_tools=true`,
 				`chain: anthropic`,
-				`member anthropic: provider anthropic, serves model no, serves surface yes: not a candidate`,
+				`member anthropic: provider anthropic, serves model no, serves surface translated: not a candidate`,
 				`outcome: 404 model_not_found: no chain member serves model "gpt-4o-mini"`,
 				`note: targets[0] (openai) serves this request but is not in the chain, so it is never called`,
 				`note: targets[4] (spare) serves this request but is not in the chain, so it is never called`,
@@ -256,7 +256,7 @@ func TestExplain(t *testing.T) {
 				`request: embeddings model "text-embedding-3-small", no user (ignored on embeddings: stream, tools, metadata)`,
 				`rule: no match → targets[0] (openai)`,
 				`chain: openai`,
-				`member openai: provider openai, serves model yes, serves surface yes: candidate`,
+				`member openai: provider openai, serves model yes, serves surface native: candidate`,
 				`outcome: routes to openai`,
 			},
 		},
@@ -267,7 +267,7 @@ func TestExplain(t *testing.T) {
 				`request: images model "gpt-image-1", no user (ignored on images: stream)`,
 				`rule: no match → targets[0] (openai)`,
 				`chain: openai`,
-				`member openai: provider openai, serves model no, serves surface yes: not a candidate`,
+				`member openai: provider openai, serves model no, serves surface native: not a candidate`,
 				`outcome: 404 model_not_found: no chain member serves model "gpt-image-1"`,
 				`note: targets[4] (spare) serves this request but is not in the chain, so it is never called`,
 			},
@@ -280,33 +280,45 @@ func TestExplain(t *testing.T) {
 				`request: messages model "claude-sonnet-4", user "bob", stream true, tools false, no metadata`,
 				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
 				`chain: anthropic, bedrock`,
-				`member anthropic: provider anthropic, serves model yes, serves surface yes: candidate`,
-				`member bedrock: provider bedrock, serves model yes, serves surface yes: candidate, sends model "us.anthropic.claude-sonnet-4-v1:0"`,
+				`member anthropic: provider anthropic, serves model yes, serves surface native: candidate`,
+				`member bedrock: provider bedrock, serves model yes, serves surface native: candidate, sends model "us.anthropic.claude-sonnet-4-v1:0"`,
 				`outcome: routes to anthropic, then bedrock on provider failure`,
 			},
 		},
 		{
-			name: "messages on an openai chain is unsupported_endpoint",
+			// A model id without "anthropic." on bedrock: translated over Converse.
+			name: "messages: anthropic native, then bedrock translated",
+			args: []string{"-model", "claude-x", "-surface", "messages", "-stream", "-user", "bob"},
+			want: []string{
+				`request: messages model "claude-x", user "bob", stream true, tools false, no metadata`,
+				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
+				`chain: anthropic, bedrock`,
+				`member anthropic: provider anthropic, serves model yes, serves surface native: candidate`,
+				`member bedrock: provider bedrock, serves model yes, serves surface translated (count_tokens estimated): candidate`,
+				`outcome: routes to anthropic, then bedrock on provider failure`,
+			},
+		},
+		{
+			name: "messages on an openai chain is translated",
 			args: []string{"-model", "gpt-4o", "-surface", "messages"},
 			want: []string{
 				`request: messages model "gpt-4o", no user, stream false, tools false, no metadata`,
 				`rule: strategy.conditions[0] line 4: model=gpt-4o`,
 				`chain: openai`,
-				`member openai: provider openai, serves model yes, serves surface no: not a candidate`,
-				`outcome: 404 unsupported_endpoint: chain members serve model "gpt-4o" but not the messages surface`,
+				`member openai: provider openai, serves model yes, serves surface translated (count_tokens estimated): candidate`,
+				`outcome: routes to openai`,
 			},
 		},
 		{
-			name: "responses on an anthropic/bedrock chain is unsupported_endpoint",
+			name: "responses on an anthropic/bedrock chain is translated",
 			args: []string{"-model", "claude-x", "-surface", "responses"},
 			want: []string{
 				`request: responses model "claude-x", no user, stream false, tools false, no metadata`,
 				`rule: strategy.conditions[1] line 7: model_prefix=claude-`,
 				`chain: anthropic, bedrock`,
-				`member anthropic: provider anthropic, serves model yes, serves surface no: not a candidate`,
-				`member bedrock: provider bedrock, serves model yes, serves surface no: not a candidate`,
-				`outcome: 404 unsupported_endpoint: chain members serve model "claude-x" but not the responses surface`,
-				`note: targets[4] (spare) serves this request but is not in the chain, so it is never called`,
+				`member anthropic: provider anthropic, serves model yes, serves surface translated: candidate`,
+				`member bedrock: provider bedrock, serves model yes, serves surface translated: candidate`,
+				`outcome: routes to anthropic, then bedrock on provider failure`,
 			},
 		},
 		{
@@ -316,7 +328,7 @@ func TestExplain(t *testing.T) {
 				`request: responses model "gpt-5", no user, stream false, tools true, metadata tier="1.0"`,
 				`rule: strategy.conditions[3] line 13: metadata tier=1.0`,
 				`chain: anthropic`,
-				`member anthropic: provider anthropic, serves model no, serves surface no: not a candidate`,
+				`member anthropic: provider anthropic, serves model no, serves surface translated: not a candidate`,
 				`outcome: 404 model_not_found: no chain member serves model "gpt-5"`,
 				`note: targets[0] (openai) serves this request but is not in the chain, so it is never called`,
 				`note: targets[4] (spare) serves this request but is not in the chain, so it is never called`,
@@ -329,7 +341,7 @@ func TestExplain(t *testing.T) {
 				`request: chat model "gpt-4o-mini", user "", stream false, tools false, no metadata`,
 				`rule: no match → targets[0] (openai)`,
 				`chain: openai`,
-				`member openai: provider openai, serves model yes, serves surface yes: candidate`,
+				`member openai: provider openai, serves model yes, serves surface native: candidate`,
 				`outcome: routes to openai`,
 			},
 		},
@@ -398,12 +410,56 @@ func TestExplainCloudMembers(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	for _, want := range []string{
-		`member azure-eu: provider azure (v1 API; deployment type datazone; api-key), serves model yes, serves surface yes: candidate, sends model "gpt-4o-dzeu"`,
-		`member vertex-eu: provider vertex (project my-eu-project; region europe-west4; Claude through rawPredict), serves model yes, serves surface yes: candidate, sends model "claude-sonnet-4-5@20250929"`,
+		`member azure-eu: provider azure (v1 API; deployment type datazone; api-key), serves model yes, serves surface native: candidate, sends model "gpt-4o-dzeu"`,
+		`member vertex-eu: provider vertex (project my-eu-project; region europe-west4; Claude through rawPredict), serves model yes, serves surface translated: candidate, sends model "claude-sonnet-4-5@20250929"`,
 		"outcome: routes to azure-eu, then vertex-eu, then bedrock-eu on provider failure",
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("explain output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestExplainFormPerModel: a vertex member serves messages natively for a
+// Claude model and translated for any other, the form the walk picks
+// (provider.Pick); count_tokens is estimated only where the model cannot
+// be counted.
+func TestExplainFormPerModel(t *testing.T) {
+	path := writeConfig(t, "forms.yaml", `strategy:
+  mode: conditional
+  conditions:
+    - key: model_prefix
+      value: eu-
+      target_keys: [vertex, gemini]
+targets:
+  - virtual_key: vertex
+    provider: vertex
+    project: eu-project-1
+    region: europe-west4
+    models: [eu-claude, eu-gemini]
+    model_map: {eu-claude: claude-sonnet-4-5@20250929, eu-gemini: google/gemini-2.5-pro}
+  - virtual_key: gemini
+    api_key: gk-test
+`)
+	for _, tc := range []struct{ model, surface, vertex, gemini string }{
+		{"eu-claude", "messages", "native", "translated (count_tokens estimated)"},
+		{"eu-gemini", "messages", "translated (count_tokens estimated)", "translated (count_tokens estimated)"},
+		{"eu-claude", "chat", "translated", "native"},
+		{"eu-gemini", "chat", "native", "native"},
+		{"eu-claude", "responses", "translated", "translated"},
+	} {
+		code, out, errOut := run(t, "explain", "-config", path, "-model", tc.model, "-surface", tc.surface)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		}
+		for _, want := range []string{
+			"member vertex: provider vertex ", "serves surface " + tc.vertex + ": candidate",
+			"member gemini: provider gemini (Gemini API OpenAI-compatible endpoint, global), serves model yes, serves surface " + tc.gemini + ": candidate",
+			"outcome: routes to vertex, then gemini on provider failure",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s %s: explain output lacks %q:\n%s", tc.model, tc.surface, want, out)
+			}
 		}
 	}
 }

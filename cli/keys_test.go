@@ -125,7 +125,7 @@ func TestExplainKey(t *testing.T) {
 		`request: chat model "gpt-4o", user "acme", stream false, tools false, metadata tier="silver"`,
 		`rule: no match → targets[0] (c)`,
 		`chain: c`,
-		`member c: provider openai, serves model yes, serves surface yes: candidate`,
+		`member c: provider openai, serves model yes, serves surface native: candidate`,
 		`outcome: routes to c`)
 	_, out, _ = run(t, "explain", "-config", path, "-model", "gpt-4o", "-key", "stuck")
 	wantLines(t, "stuck", out,

@@ -80,7 +80,7 @@ func lint(cfg *config.Config) []string {
 	rules, targets := cfg.RouterSpecs()
 	findings := router.Lint(rules, targets)
 	keyFindings := router.LintKeys(rules, targets, cfg.KeySpecs())
-	residency := cfg.ResidencyWarnings()
+	residency := append(append(cfg.ResidencyWarnings(), cfg.BatchWarnings()...), cfg.PriceWarnings()...)
 	if len(findings) == 0 && len(keyFindings) == 0 && len(residency) == 0 {
 		return nil
 	}
@@ -100,7 +100,9 @@ func lint(cfg *config.Config) []string {
 		out = append(out, p.String())
 	}
 	for _, p := range residency {
-		p.Col = column(src, p.Line)
+		if p.Col == 0 {
+			p.Col = column(src, p.Line)
+		}
 		out = append(out, p.String())
 	}
 	return append(out, lintKeys(cfg, keyFindings, src)...)

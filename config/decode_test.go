@@ -130,7 +130,7 @@ log: {level: loud}
 `
 	checkProblems(t, src, problemsOf(t, src, noEnv), []want{
 		{"targets[0].provider", 3, "mistral", `"mistral" is not a provider; want openai, anthropic, bedrock, azure, vertex or gemini`},
-		{"targets[0].timout", 4, "timout", `unknown key "timout" in a target; want virtual_key, provider, base_url, api_key, region, aws_access_key_id, aws_secret_access_key, aws_session_token, anthropic_betas, models, model_map, timeout, retry, circuit_breaker, concurrency, limits, prices, residency, azure_api_version, azure_deployment_type, azure_tenant_id, azure_client_id, azure_client_secret, azure_authority, project, credentials_file, credentials_json`},
+		{"targets[0].timout", 4, "timout", `unknown key "timout" in a target; want virtual_key, provider, base_url, api_key, region, aws_access_key_id, aws_secret_access_key, aws_session_token, anthropic_betas, models, model_map, timeout, retry, circuit_breaker, concurrency, limits, prices, residency, batch_prices, azure_api_version, azure_deployment_type, azure_tenant_id, azure_client_id, azure_client_secret, azure_authority, project, credentials_file, credentials_json`},
 		{"targets[1].provider", 5, "virtual_key", "provider is required; want openai, anthropic, bedrock, azure, vertex or gemini"},
 		{"targets[1].virtual_key", 5, "@@a", `duplicate virtual_key "a" (first at targets[0], line 2); want unique names`},
 		{"strategy.conditions[0].key", 9, "modle", `"modle" is not a condition key; want model, model_prefix, user, stream, has_tools or metadata`},

@@ -364,14 +364,16 @@ func syntaxProblem(file string, err error) Problem {
 var (
 	topKeys    = []string{"server", "log", "strategy", "targets", "auth", "quotas", "audit", "admin", "tracing"}
 	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch",
-		"reduce_memory_usage", "allowed_hosts", "allowed_origins", "websocket"}
+		"reduce_memory_usage", "allowed_hosts", "allowed_origins", "websocket",
+		"public_url", "spool_dir", "max_batch_file_bytes", "max_spool_bytes", "batch_retention"}
 	websocketKeys = []string{"max_message_bytes", "idle_timeout"}
 	logKeys       = []string{"level", "format", "access_log"}
 	strategyKeys  = []string{"mode", "conditions"}
 	conditionKeys = []string{"key", "field", "value", "target_key", "target_keys"}
 	targetKeys    = []string{"virtual_key", "provider", "base_url", "api_key", "region",
 		"aws_access_key_id", "aws_secret_access_key", "aws_session_token", "anthropic_betas",
-		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency", "limits", "prices", "residency"}
+		"models", "model_map", "timeout", "retry", "circuit_breaker", "concurrency", "limits", "prices", "residency",
+		"batch_prices"}
 	targetKeysAll   = append(slices.Clone(targetKeys), cloudKeys...)
 	retryKeys       = []string{"attempts", "on_status_codes", "initial_backoff_ms"}
 	breakerKeys     = []string{"failure_threshold", "success_threshold", "max_half_threshold", "timeout"}
@@ -388,6 +390,7 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 			MaxRequestBytes: DefaultMaxRequestBytes,
 			RequestTimeout:  DefaultRequestTimeout,
 			ShutdownTimeout: DefaultShutdownTimeout,
+			BatchServer:     presetBatchServer,
 			WebSocket:       WebSocket{MaxMessageBytes: DefaultWebSocketMessageBytes, IdleTimeout: DefaultWebSocketIdle},
 		},
 		Log: Log{Level: DefaultLogLevel, Format: DefaultLogFormat, AccessLog: true},
@@ -405,6 +408,7 @@ func (d *decoder) decodeConfig(body ast.Node) *Config {
 	d.setBool(srv, "server", "reduce_memory_usage", &cfg.Server.ReduceMemoryUsage)
 	d.setStrList(srv, "server", "allowed_hosts", "host names", &cfg.Server.AllowedHosts)
 	d.setStrList(srv, "server", "allowed_origins", "origins", &cfg.Server.AllowedOrigins)
+	d.decodeBatchServer(srv, cfg)
 	ws := d.fields(srv["websocket"], "server.websocket", "server.websocket", websocketKeys...)
 	d.setInt(ws, "server.websocket", "max_message_bytes", &cfg.Server.WebSocket.MaxMessageBytes)
 	d.setDuration(ws, "server.websocket", "idle_timeout", &cfg.Server.WebSocket.IdleTimeout)
@@ -517,5 +521,6 @@ func (d *decoder) decodeTarget(n ast.Node, path string) Target {
 	d.setInt(c, cp, "queue_size", &t.Concurrency.QueueSize)
 	d.decodeLimits(m["limits"], join(path, "limits"), &t.Limits)
 	d.decodePrices(m["prices"], join(path, "prices"), &t.Prices)
+	d.decodePrices(m["batch_prices"], join(path, "batch_prices"), &t.BatchPrices)
 	return t
 }

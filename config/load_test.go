@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard/switchyard/provider"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -94,8 +95,9 @@ targets:
     base_url: http://127.0.0.1:8000/v1/
 `
 	cfg := mustParse(t, src, noEnv)
+	batches := BatchServer{MaxBatchFileBytes: 200 << 20, MaxSpoolBytes: 800 << 20, BatchRetention: 35 * 24 * time.Hour}
 	wantServer := Server{Listen: "127.0.0.1:8080", MaxRequestBytes: 10485760, RequestTimeout: 300 * time.Second, ShutdownTimeout: 30 * time.Second,
-		WebSocket: WebSocket{MaxMessageBytes: 16 << 20, IdleTimeout: 5 * time.Minute}}
+		WebSocket: WebSocket{MaxMessageBytes: 16 << 20, IdleTimeout: 5 * time.Minute}, BatchServer: batches}
 	if !reflect.DeepEqual(cfg.Server, wantServer) {
 		t.Errorf("server = %+v; want %+v", cfg.Server, wantServer)
 	}
@@ -131,7 +133,7 @@ targets:
 	}
 	cfg = mustParse(t, minimal+"server: {reduce_memory_usage: true}\n", noEnv)
 	if want := (Server{Listen: DefaultListen, MaxRequestBytes: DefaultMaxRequestBytes, RequestTimeout: DefaultRequestTimeout,
-		ShutdownTimeout: DefaultShutdownTimeout, ReduceMemoryUsage: true,
+		ShutdownTimeout: DefaultShutdownTimeout, ReduceMemoryUsage: true, BatchServer: batches,
 		WebSocket: WebSocket{MaxMessageBytes: DefaultWebSocketMessageBytes, IdleTimeout: DefaultWebSocketIdle}}); !reflect.DeepEqual(cfg.Server, want) {
 		t.Errorf("server with reduce_memory_usage: true = %+v; want %+v", cfg.Server, want)
 	}
@@ -348,11 +350,14 @@ targets:
 	if !reflect.DeepEqual(rules, wantRules) {
 		t.Errorf("rules\n got  %+v\n want %+v", rules, wantRules)
 	}
-	chat := router.SurfaceSet(1 << router.SurfaceChat)
+	// Every provider serves chat and messages (natively or translated),
+	// and responses where it is native or has a translator.
+	chatMessages := router.SurfaceSet(1<<router.SurfaceChat|1<<router.SurfaceMessages) | provider.TranslatedSurfaces()
 	wantTargets := []router.TargetSpec{
-		{Name: "a", Provider: "openai", Surfaces: router.AllSurfaces &^ (1 << router.SurfaceMessages), Models: []string{"gpt-4o", "gpt-5*"}},
-		{Name: "b", Provider: "anthropic", Surfaces: chat | 1<<router.SurfaceMessages},
-		{Name: "c", Provider: "bedrock", Surfaces: chat | 1<<router.SurfaceMessages, MappedModels: []string{"m", "z"}},
+		{Name: "a", Provider: "openai", Surfaces: router.AllSurfaces, Models: []string{"gpt-4o", "gpt-5*"},
+			Batch: router.AllSurfaces &^ (1<<router.SurfaceMessages | 1<<router.SurfaceImages)},
+		{Name: "b", Provider: "anthropic", Surfaces: chatMessages, Batch: 1 << router.SurfaceMessages},
+		{Name: "c", Provider: "bedrock", Surfaces: chatMessages, MappedModels: []string{"m", "z"}},
 	}
 	if !reflect.DeepEqual(targets, wantTargets) {
 		t.Errorf("targets\n got  %+v\n want %+v", targets, wantTargets)
@@ -372,14 +377,18 @@ func TestProviderSurfaces(t *testing.T) {
 		provider string
 		want     []router.Surface
 	}{
-		{"openai", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages, router.SurfaceResponses}},
+		{"openai", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages, router.SurfaceResponses, router.SurfaceMessages}},
+		{"azure", []router.Surface{router.SurfaceChat, router.SurfaceCompletions, router.SurfaceEmbeddings, router.SurfaceImages, router.SurfaceResponses, router.SurfaceMessages}},
 		{"anthropic", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
 		{"bedrock", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
+		{"vertex", []router.Surface{router.SurfaceChat, router.SurfaceMessages}},
+		{"gemini", []router.Surface{router.SurfaceChat, router.SurfaceEmbeddings, router.SurfaceMessages}},
 		{"mistral", nil},
 	} {
 		set := ProviderSurfaces(tc.provider)
 		for s := router.Surface(0); s < router.NumSurfaces; s++ {
-			want := false
+			// responses reaches every provider once it has a translator.
+			want := tc.want != nil && s == router.SurfaceResponses && provider.TranslatedSurfaces().Has(s)
 			for _, w := range tc.want {
 				want = want || w == s
 			}

@@ -76,10 +76,16 @@ type Limits struct {
 	// (reset at 00:00 UTC and on the first of the month, UTC).
 	SpendPerDayUSD   float64 `yaml:"spend_per_day_usd"`
 	SpendPerMonthUSD float64 `yaml:"spend_per_month_usd"`
+	// CountCacheReads counts cache reads against TokensPerMinute and
+	// TokensPerDay; nil = the default: false for a key, the provider's
+	// own way for a target (docs/quotas.md, Cached tokens).
+	CountCacheReads *bool `yaml:"count_cache_reads"`
 }
 
-// Any reports whether some limit is set.
-func (l *Limits) Any() bool { return *l != Limits{} }
+// Any reports whether some limit is set (count_cache_reads is not one).
+func (l *Limits) Any() bool {
+	return l.RequestsPerMinute > 0 || l.TokensPerMinute > 0 || l.TokensPerDay > 0 || l.Spend()
+}
 
 // Spend reports whether a spend budget is set.
 func (l *Limits) Spend() bool { return l.SpendPerDayUSD > 0 || l.SpendPerMonthUSD > 0 }
@@ -88,17 +94,45 @@ func (l *Limits) Spend() bool { return l.SpendPerDayUSD > 0 || l.SpendPerMonthUS
 // x-ratelimit-* headers).
 func (l *Limits) Rates() bool { return l.RequestsPerMinute > 0 || l.TokensPerMinute > 0 }
 
-// Price is a model's price in USD per 1M tokens.
+// Price is a model's price in USD per 1M tokens (docs/quotas.md, Cached
+// tokens).
 type Price struct {
+	// Input is uncached input, Output output (reasoning included).
 	Input  float64 `yaml:"input"`
 	Output float64 `yaml:"output"`
+	// CacheRead and CacheWrite price the input read from and written to
+	// the provider's prompt cache; when absent (HasCacheRead,
+	// HasCacheWrite false) those tokens are charged at Input.
+	CacheRead  float64 `yaml:"cache_read"`
+	CacheWrite float64 `yaml:"cache_write"`
+	// HasCacheRead and HasCacheWrite say which cache prices were given.
+	HasCacheRead  bool `yaml:"-"`
+	HasCacheWrite bool `yaml:"-"`
+	// Line and Col locate the price's model key in the file (0 if unknown).
+	Line, Col int `yaml:"-"`
+}
+
+// CacheReadUSD returns the price of a cache read: CacheRead, else Input.
+func (p Price) CacheReadUSD() float64 {
+	if p.HasCacheRead {
+		return p.CacheRead
+	}
+	return p.Input
+}
+
+// CacheWriteUSD returns the price of a cache write: CacheWrite, else Input.
+func (p Price) CacheWriteUSD() float64 {
+	if p.HasCacheWrite {
+		return p.CacheWrite
+	}
+	return p.Input
 }
 
 var (
 	quotasKeys     = []string{"store", "redis", "on_store_failure", "replicas", "completion_estimate"}
 	quotaRedisKeys = []string{"url", "key_prefix", "timeout"}
-	limitsKeys     = []string{"requests_per_minute", "tokens_per_minute", "tokens_per_day", "spend_per_day_usd", "spend_per_month_usd"}
-	priceKeys      = []string{"input", "output"}
+	limitsKeys     = []string{"requests_per_minute", "tokens_per_minute", "tokens_per_day", "spend_per_day_usd", "spend_per_month_usd", "count_cache_reads"}
+	priceKeys      = []string{"input", "output", "cache_read", "cache_write"}
 )
 
 // maxLimit bounds every count limit: far above any real quota, and low
@@ -132,6 +166,11 @@ func (d *decoder) decodeLimits(n ast.Node, path string, l *Limits) {
 	d.setCount(m, path, "tokens_per_day", &l.TokensPerDay)
 	d.setUSD(m, path, "spend_per_day_usd", &l.SpendPerDayUSD)
 	d.setUSD(m, path, "spend_per_month_usd", &l.SpendPerMonthUSD)
+	if d.value(m["count_cache_reads"], join(path, "count_cache_reads")) != nil {
+		var b bool
+		d.setBool(m, path, "count_cache_reads", &b)
+		l.CountCacheReads = &b
+	}
 }
 
 // decodePrices decodes a target's prices: model id or prefix* -> Price.
@@ -143,7 +182,7 @@ func (d *decoder) decodePrices(n ast.Node, path string, dst *map[string]Price) {
 	switch r.(type) {
 	case *ast.MappingNode, *ast.MappingValueNode:
 	default:
-		d.addAt(nodePos(n), path, "got %s; want a mapping of model ids or prefix* patterns to {input: USD, output: USD} per 1M tokens", describe(r))
+		d.addAt(nodePos(n), path, "got %s; want a mapping of model ids or prefix* patterns to {input: USD, output: USD, cache_read: USD, cache_write: USD} per 1M tokens", describe(r))
 		return
 	}
 	out := map[string]Price{}
@@ -154,9 +193,13 @@ func (d *decoder) decodePrices(n ast.Node, path string, dst *map[string]Price) {
 			d.problemf(ep, "%s is not a model id or prefix* pattern; want one such as \"gpt-4o\" or \"gpt-5*\"", quoteShort(e.key))
 		}
 		f := d.fields(e.val, ep, "a price", priceKeys...)
-		var p Price
+		p := Price{Line: e.keyPos.line, Col: e.keyPos.col}
 		d.setUSD(f, ep, "input", &p.Input)
 		d.setUSD(f, ep, "output", &p.Output)
+		d.setUSD(f, ep, "cache_read", &p.CacheRead)
+		d.setUSD(f, ep, "cache_write", &p.CacheWrite)
+		p.HasCacheRead = d.value(f["cache_read"], join(ep, "cache_read")) != nil
+		p.HasCacheWrite = d.value(f["cache_write"], join(ep, "cache_write")) != nil
 		if _, ok := f["input"]; !ok {
 			d.problemf(ep, "no input price; want {input: USD, output: USD} per 1M tokens")
 		}

@@ -70,7 +70,7 @@ func TestQuotasLoad(t *testing.T) {
 		t.Fatalf("quotas %+v", q)
 	}
 	k := cfg.Auth.Keys[0].Limits
-	if k != (Limits{600, 200000, 5000000, 50, 1000}) {
+	if k != (Limits{600, 200000, 5000000, 50, 1000, nil}) {
 		t.Fatalf("key limits %+v", k)
 	}
 	if l := cfg.Targets[0].Limits; l.RequestsPerMinute != 10000 || l.TokensPerMinute != 2000000 {
@@ -102,9 +102,15 @@ func TestQuotasProblems(t *testing.T) {
 		{"replicas", "replicas: 3", "replicas: 0", `q.yaml:46:13: quotas.replicas: 0 is out of range; want 1 to 10000`},
 		{"unknown", "replicas: 3", "replica: 3", `q.yaml:46:3: quotas.replica: unknown key "replica" in quotas; want store, redis, on_store_failure, replicas, completion_estimate`},
 		{"limit zero", "requests_per_minute: 600", "requests_per_minute: 0", `q.yaml:34:30: auth.keys[0].limits.requests_per_minute: 0 is out of range; want 1 to 1099511627776, or no requests_per_minute for no limit`},
-		{"limit kind", "tokens_per_day: 5000000", "tokens_per_week: 5000000", `q.yaml:36:9: auth.keys[0].limits.tokens_per_week: unknown key "tokens_per_week" in limits; want requests_per_minute, tokens_per_minute, tokens_per_day, spend_per_day_usd, spend_per_month_usd`},
+		{"limit kind", "tokens_per_day: 5000000", "tokens_per_week: 5000000", `q.yaml:36:9: auth.keys[0].limits.tokens_per_week: unknown key "tokens_per_week" in limits; want requests_per_minute, tokens_per_minute, tokens_per_day, spend_per_day_usd, spend_per_month_usd, count_cache_reads`},
 		{"spend type", "spend_per_day_usd: 50", "spend_per_day_usd: fifty", `q.yaml:37:28: auth.keys[0].limits.spend_per_day_usd: got the string "fifty"; want an amount in USD such as 2.50`},
 		{"price missing output", `"gpt-5*": {input: 1.25, output: 10}`, `"gpt-5*": {input: 1.25}`, `q.yaml:17:7: targets[0].prices["gpt-5*"]: no output price; want {input: USD, output: USD} per 1M tokens`},
+		{"count_cache_reads type", "spend_per_month_usd: 1000", "spend_per_month_usd: 1000\n        count_cache_reads: yes please",
+			`q.yaml:39:28: auth.keys[0].limits.count_cache_reads: got the string "yes please"; want true or false`},
+		{"cache price type", `"gpt-5*": {input: 1.25, output: 10}`, `"gpt-5*": {input: 1.25, output: 10, cache_read: cheap}`,
+			`q.yaml:17:55: targets[0].prices["gpt-5*"].cache_read: got the string "cheap"; want an amount in USD such as 2.50`},
+		{"cache price unknown", `"gpt-5*": {input: 1.25, output: 10}`, `"gpt-5*": {input: 1.25, output: 10, cached: 0.1}`,
+			`q.yaml:17:43: targets[0].prices["gpt-5*"].cached: unknown key "cached" in a price; want input, output, cache_read, cache_write`},
 		{"redis timeout", "timeout: 50ms", "timeout: 0s", `q.yaml:44:14: quotas.redis.timeout: 0s is out of range; want above 0s and at most 10s, such as "50ms"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

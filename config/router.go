@@ -19,11 +19,11 @@ func ProviderSurfaces(name string) router.SurfaceSet {
 }
 
 // Surfaces returns the surfaces target t serves: its provider's, less
-// responses for an azure target on classic deployment URLs (only the v1 API
-// has the Responses API).
+// responses for an azure target on classic deployment URLs when responses
+// has no translator (only the v1 API has the Responses API natively).
 func (t *Target) Surfaces() router.SurfaceSet {
 	s := ProviderSurfaces(t.Provider)
-	if t.Provider == ProviderAzure && t.AzureAPIVersion != "" {
+	if t.Provider == ProviderAzure && t.AzureAPIVersion != "" && !provider.TranslatedSurfaces().Has(router.SurfaceResponses) {
 		s &^= 1 << router.SurfaceResponses
 	}
 	return s
@@ -53,6 +53,7 @@ func (c *Config) RouterSpecs() ([]router.RuleSpec, []router.TargetSpec) {
 			Name:      t.VirtualKey,
 			Provider:  t.Provider,
 			Surfaces:  t.Surfaces(),
+			Batch:     t.BatchSurfaces(),
 			Models:    slices.Clone(t.Models), // nil stays nil: any model
 			Residency: t.Residency,
 		}

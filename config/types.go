@@ -76,6 +76,8 @@ type Server struct {
 	// lowercased at load) whose requests are served; a request with any
 	// other Origin header is 403. nil = none.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// BatchServer holds the batch APIs' keys (config/batch.go).
+	BatchServer `yaml:",inline"`
 	// WebSocket holds the limits of Responses API sockets (GET
 	// /v1/responses upgraded; docs/api.md, Responses over WebSocket).
 	WebSocket WebSocket `yaml:"websocket"`
@@ -210,6 +212,9 @@ type Target struct {
 	// Prices are USD per 1M tokens by model id or prefix*; nil = none.
 	Limits Limits           `yaml:"limits"`
 	Prices map[string]Price `yaml:"prices"`
+	// BatchPrices are the prices of stored batches, keyed like Prices;
+	// nil = half of Prices (docs/batches.md).
+	BatchPrices map[string]Price `yaml:"batch_prices"`
 
 	// Line is the 1-based line of the target in the file (0 if unknown).
 	Line int `yaml:"-"`

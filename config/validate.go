@@ -133,6 +133,7 @@ func (d *decoder) validateServer(cfg *Config) {
 		d.problemf("server.config_watch", "%s is out of range; want 0s (off) or %s to %s, such as \"5s\"", w, MinConfigWatch, MaxConfigWatch)
 	}
 	d.validateBrowserLists(s)
+	d.validateBatchServer(cfg)
 	d.intRange("server.websocket.max_message_bytes", s.WebSocket.MaxMessageBytes, MinWebSocketMessageBytes, MaxWebSocketMessageBytes)
 	if t := s.WebSocket.IdleTimeout; t < MinWebSocketIdle || t > MaxWebSocketIdle {
 		d.problemf("server.websocket.idle_timeout", "%s is out of range; want %s to %s, such as \"5m\"", t, MinWebSocketIdle, MaxWebSocketIdle)

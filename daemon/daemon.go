@@ -26,6 +26,7 @@ import (
 
 	"github.com/switchyard/switchyard/admin"
 	"github.com/switchyard/switchyard/audit"
+	"github.com/switchyard/switchyard/batch"
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/deadline"
 	"github.com/switchyard/switchyard/hotpath"
@@ -96,6 +97,8 @@ type Daemon struct {
 	quotas   *quota.Quotas
 	quotaCfg *config.Config
 	audit    *audit.Log // nil without an audit block
+	// batches serves the batch APIs.
+	batches *batch.Server
 
 	// reloadMu serializes Reload and config_watch checks; hash is the
 	// SHA-256 of the bytes of the configuration currently served, seen that
@@ -174,6 +177,7 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 	}
 	d.tel.attach(d.gw, log)
 	d.attachOwners(cfg)
+	d.attachBatches(cfg)
 	if err := d.openAudit(cfg); err != nil {
 		log.Error().Err(err).Msg("cannot open the audit log; not starting")
 		return nil, fmt.Errorf("%w: audit: %v", ErrInvalidConfig, err)

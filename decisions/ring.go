@@ -80,6 +80,10 @@ type slot struct {
 	model     text[[MaxModelBytes / 8]atomic.Uint64]
 	requestID text[[MaxRequestIDBytes / 8]atomic.Uint64]
 	traceID   text[[traceIDBytes / 8]atomic.Uint64]
+	// api and op name a batch API call (telemetry.BatchCall), objectID
+	// its file or batch id; api is "" for any other request.
+	api, op  name
+	objectID text[[MaxRequestIDBytes / 8]atomic.Uint64]
 }
 
 // Ring is the decision ring. The zero value is ready to use; it must not
@@ -130,6 +134,9 @@ func (r *Ring) Add(e *telemetry.Entry, now time.Time) {
 	storeText(&s.model.n, s.model.w[:], e.Model)
 	storeText(&s.requestID.n, s.requestID.w[:], e.RequestID)
 	storeText(&s.traceID.n, s.traceID.w[:], e.TraceID)
+	s.api.store(e.Batch.API)
+	s.op.store(e.Batch.Op)
+	storeText(&s.objectID.n, s.objectID.w[:], e.Batch.ID)
 	s.seq.Store(seq)
 }
 
@@ -185,6 +192,10 @@ type Decision struct {
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
 	TraceID          string `json:"trace_id,omitempty"`
+	// Operation and ObjectID are a batch API call's operation and file or
+	// batch id (its API is the Surface); empty for other requests.
+	Operation string `json:"operation,omitempty"`
+	ObjectID  string `json:"object_id,omitempty"`
 }
 
 // read copies slot s if it holds decision seq; ok is false when it holds
@@ -212,6 +223,10 @@ func (s *slot) read(seq uint64) (d Decision, ok bool) {
 		PromptTokens:     s.prompt.Load(),
 		CompletionTokens: s.complete.Load(),
 		TraceID:          loadText(&s.traceID.n, s.traceID.w[:]),
+	}
+	if api := s.api.load(); api != "" {
+		d.Surface, d.Operation = api, s.op.load()
+		d.ObjectID = loadText(&s.objectID.n, s.objectID.w[:])
 	}
 	n := min(int(uint8(b>>24)), MaxWalked)
 	d.Tried = make([]string, n)

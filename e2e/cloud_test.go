@@ -61,6 +61,9 @@ strategy:
     - key: model
       value: azure-v1
       target_key: azure-v1
+    - key: model
+      value: vertex-claude
+      target_key: vertex-eu
 targets:
   - virtual_key: azure-eu
     provider: azure
@@ -90,8 +93,8 @@ targets:
     project: eu-proj-123
     region: europe-west4
     credentials_file: %[2]s
-    models: [eu-chat, eu-chat-bad, vertex-gemini]
-    model_map: {eu-chat: claude-sonnet-4-5@20250929, eu-chat-bad: claude-sonnet-4-5@20250929, vertex-gemini: google/gemini-2.5-flash}
+    models: [eu-chat, eu-chat-bad, vertex-gemini, vertex-claude]
+    model_map: {eu-chat: claude-sonnet-4-5@20250929, eu-chat-bad: claude-sonnet-4-5@20250929, vertex-gemini: google/gemini-2.5-flash, vertex-claude: claude-sonnet-4-5@20250929}
     timeout: 5s
   - virtual_key: gemini
     base_url: %[1]s/v1beta/openai
@@ -208,14 +211,24 @@ func TestCloudProvidersEverySurface(t *testing.T) {
 		{"gemini chat stream", "/v1/chat/completions", chatJSON("gemini-2.5-flash", true), "gemini", "data: [DONE]"},
 		{"gemini embeddings", "/v1/embeddings", `{"model":"gemini-embedding-001","input":"hi"}`, "gemini", `"embedding"`},
 		{"vertex openai-compatible chat", "/v1/chat/completions", chatJSON("vertex-gemini", true), "vertex-eu", "data: [DONE]"},
-		{"vertex claude messages", "/v1/messages", `{"model":"eu-chat","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`, "vertex-eu", `"hello from vertex claude-sonnet-4-5@20250929"`},
-		{"vertex claude messages stream", "/v1/messages", `{"model":"eu-chat","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "vertex-eu", "event: message_stop"},
-		{"vertex claude count_tokens", "/v1/messages/count_tokens", `{"model":"eu-chat","messages":[{"role":"user","content":"hi"}]}`, "vertex-eu", `"input_tokens":12`},
+		{"vertex claude messages", "/v1/messages", `{"model":"vertex-claude","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`, "vertex-eu", `"hello from vertex claude-sonnet-4-5@20250929"`},
+		{"vertex claude messages stream", "/v1/messages", `{"model":"vertex-claude","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "vertex-eu", "event: message_stop"},
+		{"vertex claude count_tokens", "/v1/messages/count_tokens", `{"model":"vertex-claude","messages":[{"role":"user","content":"hi"}]}`, "vertex-eu", `"input_tokens":12`},
+		// Messages on members that do not speak it: translated over chat.
+		{"azure classic messages", "/v1/messages", `{"model":"eu-chat","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`, "azure-eu", `"type":"message"`},
+		{"azure classic messages stream", "/v1/messages", `{"model":"eu-chat","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "azure-eu", "event: message_stop"},
+		{"vertex gemini messages", "/v1/messages", `{"model":"vertex-gemini","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`, "vertex-eu", `"type":"message"`},
+		{"gemini messages stream", "/v1/messages", `{"model":"gemini-2.5-flash","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, "gemini", "event: message_stop"},
+		// count_tokens on a member that cannot count: the estimate, no call.
+		{"azure classic count_tokens", "/v1/messages/count_tokens", `{"model":"eu-chat","messages":[{"role":"user","content":"hi"}]}`, "azure-eu", `{"input_tokens":16}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, h, body := e.post(t, tc.path, tc.body)
 			if status != 200 || h.Get("X-Gateway-Target") != tc.target || !strings.Contains(body, tc.want) {
 				t.Fatalf("status %d target %q (want %s), body:\n%s", status, h.Get("X-Gateway-Target"), tc.target, body)
+			}
+			if estimate := strings.HasSuffix(tc.path, "/count_tokens") && tc.target != "vertex-eu"; (h.Get("X-Gateway-Estimate") == "true") != estimate {
+				t.Errorf("X-Gateway-Estimate %q, want it only on an estimate", h.Get("X-Gateway-Estimate"))
 			}
 		})
 	}

@@ -37,8 +37,9 @@ const (
 // surfacesYAML pins both surfaces by the same rules: user (the body's user
 // on responses, metadata.user_id on messages) vip → [ant2, oa2]; metadata
 // tier gold → [ant2, oa2]; claude-* → [ant1, ant2]; gpt-* → [oa1, oa2];
-// bedrock-only → the bedrock target, which serves messages for Claude
-// ids only and not responses.
+// bedrock-only → the bedrock target, which serves both surfaces translated
+// over Converse (messages natively for Claude ids only); its base URL
+// refuses connections.
 // Arguments: oa1, oa2 base URLs, ant1, ant2 roots.
 const surfacesYAML = `server:
   listen: 127.0.0.1:0
@@ -346,9 +347,7 @@ func TestMessagesSDKErrors(t *testing.T) {
 		typ    string
 	}{
 		{"mistral-large", 404, "not_found_error"}, // fallback oa1 does not serve it: model_not_found
-		// bed serves messages, natively for Claude ids only: "bedrock-only"
-		// is refused before any call.
-		{"bedrock-only", 400, "invalid_request_error"},
+		{"bedrock-only", 502, "api_error"},        // bed serves messages translated (not a Claude id); its URL refuses: upstream failed
 	} {
 		_, err := e.ant.Messages.New(ctx, messageParams(tc.model))
 		ae := anthropicAPIError(t, err)
@@ -376,12 +375,15 @@ func TestMessagesRawErrors(t *testing.T) {
 	}{
 		{"GET", "/v1/messages", "", 405, `{"type":"error","error":{"type":"invalid_request_error","message":"method GET is not allowed on /v1/messages; use POST"}}`},
 		{"GET", "/v1/messages/count_tokens", "", 405, `"type":"invalid_request_error"`},
-		{"POST", "/v1/messages/batches", "{}", 404, `{"type":"error","error":{"type":"not_found_error","message":"unknown path \"/v1/messages/batches\""}}`},
+		{"POST", "/v1/messages/batches", "{}", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"the message batch is not {\"requests\": [...]}: it has no requests"}}`},
+		{"POST", "/v1/messages/batches/x/nowhere", "{}", 404, `{"type":"error","error":{"type":"not_found_error","message":"unknown path \"/v1/messages/batches/x/nowhere\""}}`},
 		{"POST", "/v1/messages", `{"model":1}`, 400, `{"type":"error","error":{"type":"invalid_request_error","message":"\"model\"`},
 		{"POST", "/v1/messages", `{"model":"claude-x","metadata":{"user_id":7}}`, 400, `{"type":"error","error":{"type":"invalid_request_error","message":`},
 		{"POST", "/v1/messages", `{"model":"claude-x","max_tokens":1,"pad":"` + strings.Repeat("x", 70000) + `"}`, 413, `{"type":"error","error":{"type":"invalid_request_error","message":"request body is too large`},
 		{"POST", "/v1/responses", `{"model":1}`, 400, `","type":"invalid_request_error","param":null,"code":"invalid_request"}}`},
-		{"POST", "/v1/responses", `{"model":"bedrock-only"}`, 404, `"code":"unsupported_endpoint"`},
+		// bed serves responses translated: the translation refuses a body
+		// without input, in OpenAI's envelope, before any call.
+		{"POST", "/v1/responses", `{"model":"bedrock-only"}`, 400, `{"error":{"message":"input must be a string or an array of items","type":"invalid_request_error","param":null,"code":"invalid_request"}}`},
 	} {
 		req, _ := http.NewRequest(tc.method, e.base+tc.path, strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")

@@ -128,7 +128,8 @@ func TestTokenCountersFollowUpstreamUsage(t *testing.T) {
 			// when its writer ends, just after the client read [DONE].
 			waitFor(t, 5*time.Second, "the access line", func() bool { return e.accessLines() > lines })
 			after := e.scrapeMetrics(t)
-			for kind, want := range map[string]float64{"prompt": s.prompt, "completion": s.completion} {
+			// No mock reports cache tokens: input (uncached) is the prompt.
+			for kind, want := range map[string]float64{"input": s.prompt, "output": s.completion} {
 				d := after[tokens(s.target, kind)] - before[tokens(s.target, kind)]
 				if want < 0 {
 					want = 0
@@ -159,8 +160,8 @@ func TestTokenCountersFollowUpstreamUsage(t *testing.T) {
 		}
 		waitFor(t, 5*time.Second, "bedrock tokens", func() bool {
 			a := e.scrapeMetrics(t)
-			return a[tokens("bedrock", "prompt")]-before[tokens("bedrock", "prompt")] == 3 &&
-				a[tokens("bedrock", "completion")]-before[tokens("bedrock", "completion")] == 3
+			return a[tokens("bedrock", "input")]-before[tokens("bedrock", "input")] == 3 &&
+				a[tokens("bedrock", "output")]-before[tokens("bedrock", "output")] == 3
 		})
 	}
 	m := e.scrapeMetrics(t)
@@ -266,7 +267,7 @@ func TestPassThroughTokenCounters(t *testing.T) {
 	waitFor(t, 5*time.Second, "the token counters", func() bool {
 		m = env.scrapeMetrics(t)
 		for _, target := range []string{"oa1", "oa2", "ant1", "ant2"} {
-			if m[tokens(target, "prompt")] != 5 || m[tokens(target, "completion")] != 3 {
+			if m[tokens(target, "input")] != 5 || m[tokens(target, "output")] != 3 {
 				return false
 			}
 		}

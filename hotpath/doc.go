@@ -23,6 +23,11 @@
 //     answer. Nothing here talks to a provider or holds mutable routing
 //     state.
 //
+// The batch APIs' paths (/v1/files, /v1/batches, /v1/messages/batches)
+// are handed, once the client key is checked, to Gateway.Batches (package
+// batch; batchgate.go holds what it borrows from here: the LineRouter that
+// routes a request inside an upload as step 2-4 route one).
+//
 // server.go builds the fasthttp.Server around the handler; finish.go
 // reports each finished request to Gateway.Finished.
 package hotpath

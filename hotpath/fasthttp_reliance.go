@@ -34,8 +34,10 @@ func refuseBodyEarly(hdr *fasthttp.RequestHeader, st *State) {
 	if i := bytes.IndexByte(uri, '?'); i >= 0 {
 		uri = uri[:i]
 	}
-	if _, ok := routeOf(uri).surface(); !ok {
-		return
+	if r := routeOf(uri); r != routeBatch {
+		if _, ok := r.surface(); !ok {
+			return
+		}
 	}
 	h := headPool.Get().(*head)
 	h.scan(hdr)

@@ -39,6 +39,8 @@ const (
 	routeHealthz
 	routeReadyz
 	routeMetrics
+	// routeBatch is every path of the batch APIs (batchgate.go).
+	routeBatch
 )
 
 // routeOf maps a request path to its route. The switch on string(path)
@@ -67,6 +69,9 @@ func routeOf(path []byte) route {
 		return routeReadyz
 	case "/metrics":
 		return routeMetrics
+	}
+	if isBatchPath(path) {
+		return routeBatch
 	}
 	return routeUnknown
 }
@@ -157,6 +162,10 @@ func (g *Gateway) serve(rc *fasthttp.RequestCtx, sc *scratch) {
 		writeError(rc, fasthttp.StatusNotFound, "unknown path "+strconv.Quote(string(rc.URI().PathOriginal())),
 			upstream.TypeInvalidRequest, upstream.CodeNotFound)
 		g.finishEarly(rc, telemetry.SurfaceNone, telemetry.RuleNotRouted, nil)
+		return
+	}
+	if r == routeBatch {
+		g.batch(rc, st, h)
 		return
 	}
 	if s, ok := r.surface(); ok {
@@ -406,7 +415,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 func releaseScratch(sc *scratch) {
 	sc.head = head{}
 	if sc.quota.Active() { // a request that never walked gives back what it held
-		sc.quota.Finish("", false, 0, 0, false, time.Now())
+		sc.quota.Finish("", false, quota.Usage{}, time.Now())
 	}
 	clear(sc.cands[:cap(sc.cands)]) // drop target pointers of old configs
 	sc.cands = sc.cands[:0]

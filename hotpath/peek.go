@@ -22,8 +22,11 @@ type peek struct {
 	modelBuf, userBuf []byte
 
 	// Model is the "model" string, unescaped; never empty after a
-	// successful parse.
-	Model []byte
+	// successful parse. ModelAt and ModelEnd are where its literal, quotes
+	// included, lies in the body parsed (for a rewrite of the model inside
+	// a stored batch: see LineRouter).
+	Model             []byte
+	ModelAt, ModelEnd int
 	// User is the "user" string (on the messages surface, the
 	// "metadata.user_id" string); HasUser is false when the body has none.
 	User    []byte
@@ -203,6 +206,7 @@ func (p *peek) take(bit uint8, b []byte, i, depth int) (int, error) {
 		}
 		end, buf, err := readString(b, i, p.modelBuf[:0], "model")
 		p.modelBuf, p.Model = buf, buf
+		p.ModelAt, p.ModelEnd = i, end
 		if err == nil && len(p.Model) == 0 {
 			err = errors.New(`"model" must not be empty`)
 		}

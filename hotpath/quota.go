@@ -41,6 +41,12 @@ func admitKey(rc *fasthttp.RequestCtx, st *State, s router.Surface, sc *scratch,
 	if !res.Denied.Rate() {
 		code, what = quota.CodeKeyBudgetExceeded, "budget"
 	}
+	if res.TooLarge {
+		// It can never fit: no Retry-After would be true (docs/quotas.md,
+		// Cached tokens).
+		writeSurfaceError(rc, s, fasthttp.StatusTooManyRequests, sc.quota.TooLargeMessage(), upstream.TypeRateLimit, code)
+		return false
+	}
 	var buf [20]byte
 	rc.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, strconv.AppendInt(buf[:0], quota.RetryAfterSeconds(res.RetryAfter), 10))
 	writeSurfaceError(rc, s, fasthttp.StatusTooManyRequests, "this key is over its "+what+" "+res.Denied.String(),
@@ -65,11 +71,16 @@ func (tr *tracker) settleQuota(res upstream.Result, now time.Time) {
 	if res.Target != nil {
 		name = res.Target.Name
 	}
-	u := res.Usage
-	spend := tr.quota.Finish(name, res.Class == upstream.ClassOK, u.Prompt, u.Completion, u.Known(), now)
+	spend := tr.quota.Finish(name, res.Class == upstream.ClassOK, quotaUsage(res.Usage), now)
 	if spend >= 0 {
 		tr.entry.Spend, tr.entry.HasSpend = spend, true
 	}
+}
+
+// quotaUsage is u in the four parts quotas meter (docs/quotas.md, Cached
+// tokens).
+func quotaUsage(u upstream.Usage) quota.Usage {
+	return quota.Usage{Input: u.Input(), CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Output: u.Completion, Known: u.Known()}
 }
 
 // storeDown turns a walk whose members were all skipped for their quota

@@ -1,6 +1,7 @@
 package hotpath
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -50,6 +51,7 @@ const (
 // against the State it routes on. The server's own MaxRequestBodySize only
 // applies before the first State is stored.
 func NewServer(g *Gateway, logger fasthttp.Logger, reduceMemoryUsage bool) *fasthttp.Server {
+	g.bufferedBodies.Store(reduceMemoryUsage)
 	return &fasthttp.Server{
 		Handler: g.Handler,
 		// Render fasthttp's own request errors (oversized body, malformed
@@ -120,8 +122,13 @@ func (g *Gateway) expectContinue(rc *fasthttp.RequestCtx) int {
 		g.refuse(rc, r, why, false)
 		return rc.Response.StatusCode()
 	}
-	// The client key next, so a stranger is never invited to send a body.
-	if s, ok := r.surface(); ok && st != nil && rc.IsPost() {
+	// The client key next, so a stranger is never invited to send a body
+	// (an upload to the batch APIs included).
+	s, ok := r.surface()
+	if r == routeBatch {
+		s, ok = pathSurface(rc.URI().PathOriginal()), true
+	}
+	if ok && st != nil && rc.IsPost() {
 		if _, ok := authenticateHead(rc, st, s, &h); !ok {
 			setRequestID(rc)
 			if g.Finished != nil {
@@ -132,7 +139,7 @@ func (g *Gateway) expectContinue(rc *fasthttp.RequestCtx) int {
 	}
 	limit := FallbackMaxRequestBytes
 	if st != nil {
-		limit = st.maxRequestBytes
+		limit = g.bodyLimit(st, &rc.Request.Header)
 	}
 	if rc.Request.Header.ContentLength() > limit {
 		setRequestID(rc)
@@ -175,7 +182,28 @@ func (g *Gateway) headerReceived(hdr *fasthttp.RequestHeader) fasthttp.RequestCo
 	if st.keys != nil && hdr.IsPost() && (hdr.ContentLength() > earlyKeyCheckBytes || hdr.ContentLength() < 0) {
 		refuseBodyEarly(hdr, st)
 	}
-	return fasthttp.RequestConfig{MaxRequestBodySize: st.maxRequestBytes}
+	return fasthttp.RequestConfig{MaxRequestBodySize: g.bodyLimit(st, hdr)}
+}
+
+// bodyLimit is the most body bytes the server reads of the request whose
+// header section is hdr: st's max_request_bytes, or for an upload to the
+// batch APIs (POST /v1/files, POST /v1/messages/batches) its
+// max_batch_file_bytes and room for the multipart framing, which the
+// batch server reads as a stream and holds to the file limit itself. When
+// the server reads bodies whole (server.reduce_memory_usage) an upload is
+// held to max_request_bytes too: it would be in memory entire.
+func (g *Gateway) bodyLimit(st *State, hdr *fasthttp.RequestHeader) int {
+	if st.uploadBytes == 0 || !hdr.IsPost() || g.bufferedBodies.Load() {
+		return st.maxRequestBytes
+	}
+	uri := hdr.RequestURI()
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
+		uri = uri[:i]
+	}
+	if string(uri) == "/v1/files" || string(uri) == "/v1/messages/batches" {
+		return st.uploadBytes
+	}
+	return st.maxRequestBytes
 }
 
 // earlyKeyCheckBytes is the largest body whose request headerReceived leaves

@@ -37,6 +37,10 @@ type State struct {
 	// when zero (a Config built by hand rather than loaded).
 	maxRequestBytes int
 	requestTimeout  time.Duration
+	// uploadBytes is the body limit of a batch upload: the configuration's
+	// max_batch_file_bytes and room for its multipart framing (see
+	// Gateway.bodyLimit).
+	uploadBytes int
 	// allowedHosts and allowedOrigins are Config.Server.AllowedHosts and
 	// AllowedOrigins, lowercased; see screenHead.
 	allowedHosts, allowedOrigins []string
@@ -71,6 +75,7 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 	if st.maxRequestBytes <= 0 {
 		st.maxRequestBytes = config.DefaultMaxRequestBytes
 	}
+	st.uploadBytes = int(cfg.Server.FileLimit()) + UploadFramingBytes
 	if st.requestTimeout = cfg.Server.RequestTimeout; st.requestTimeout <= 0 {
 		st.requestTimeout = config.DefaultRequestTimeout
 	}
@@ -86,6 +91,19 @@ func Build(cfg *config.Config, pool *upstream.Pool, now time.Time) (*State, erro
 	st.keys = buildKeys(cfg, snap)
 	return st, nil
 }
+
+// UploadFramingBytes is the room an upload's body has beyond
+// max_batch_file_bytes: the multipart boundaries, part headers and form
+// fields around the file.
+const UploadFramingBytes = 1 << 20
+
+// MaxRequestBytes is the configuration's max_request_bytes (its default
+// when not set): the largest request a line of a stored batch describes.
+func (st *State) MaxRequestBytes() int { return st.maxRequestBytes }
+
+// RequestTimeout is the configuration's request_timeout (its default when
+// not set).
+func (st *State) RequestTimeout() time.Duration { return st.requestTimeout }
 
 // lowerAll returns ss lowercased (a loaded Config's lists already are; one
 // built by hand may not be).
@@ -168,6 +186,13 @@ type Gateway struct {
 	// Tracer, when set, traces each routed request (package tracing);
 	// nil = off, at no cost. Set before serving.
 	Tracer *tracing.Tracer
+	// Batches serves the batch API paths (docs/batches.md); nil = they
+	// are unknown paths. Set before serving.
+	Batches BatchServer
+	// bufferedBodies is set by NewServer when its server reads bodies
+	// whole (server.reduce_memory_usage): uploads are then held to
+	// max_request_bytes (see bodyLimit).
+	bufferedBodies atomic.Bool
 	// ResponsesSocket, when set, serves GET /v1/responses requests that
 	// ask for a WebSocket, once their client key is checked (socket.go);
 	// nil = they get 405 like any GET there. Set before serving.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/provider"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/upstream"
 )
@@ -32,6 +33,10 @@ func TestServerErrorHandlerOnMessages(t *testing.T) {
 		}
 	}
 }
+
+// antResponses is the anthropic member a Responses request reaches: none
+// until responses has a translator to the chat form.
+var antResponses = map[bool]string{true: "ant2"}[provider.TranslatedSurfaces().Has(router.SurfaceResponses)]
 
 // What routeRequest hands the walk on the new surfaces: the user from
 // metadata.user_id on messages (the top-level user ignored), count_tokens
@@ -62,9 +67,10 @@ targets:
 		{router.SurfaceMessages, false, `{"model":"c","metadata":{"user_id":"vip"},"stream":true}`, 0, "ant2", true},
 		{router.SurfaceMessages, false, `{"model":"c","user":"vip","stream":true}`, 1, "ant1", true},
 		{router.SurfaceMessages, true, `{"model":"c","metadata":{"user_id":"vip"},"stream":true}`, 0, "ant2", false},
-		// count_tokens routes as a non-stream request: no rule, fallback oai.
-		{router.SurfaceMessages, true, `{"model":"c","stream":true}`, -1, "", false},
-		{router.SurfaceResponses, false, `{"model":"c","user":"vip","stream":true}`, 0, "", false},
+		// count_tokens routes as a non-stream request: no rule, fallback
+		// oai (which answers it with the gateway's estimate).
+		{router.SurfaceMessages, true, `{"model":"c","stream":true}`, -1, "oai", false},
+		{router.SurfaceResponses, false, `{"model":"c","user":"vip","stream":true}`, 0, antResponses, true},
 		{router.SurfaceResponses, false, `{"model":"c","metadata":{"user_id":"vip"}}`, -1, "oai", false},
 	} {
 		var rc fasthttp.RequestCtx

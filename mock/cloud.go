@@ -83,7 +83,8 @@ func StartCloud(addr string, o CloudOptions) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{opts: o, inner: New(Options{Name: o.Name}), tokens: map[string]time.Time{}, addr: ln.Addr().String()}
-	c.srv = &fasthttp.Server{Handler: c.handle, Name: "switchyard-mock-cloud", Logger: quietLogger{}}
+	c.srv = &fasthttp.Server{Handler: c.handle, Name: "switchyard-mock-cloud", Logger: quietLogger{},
+		MaxRequestBodySize: 256 << 20} // batch uploads (batches.go)
 	go func() { _ = c.srv.Serve(ln) }()
 	return c, nil
 }

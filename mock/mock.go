@@ -17,6 +17,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -90,6 +91,10 @@ type Server struct {
 
 	srv  *fasthttp.Server
 	addr atomic.Pointer[string] // listener address, set by Start/Serve
+
+	// batchAPI is the batch APIs' state (batches.go), made on first use.
+	batchOnce sync.Once
+	batchAPI  *batchAPI
 }
 
 // New returns a Server with opts (defaults applied). Serve it with Serve or
@@ -108,7 +113,9 @@ func New(opts Options) *Server {
 		ReadBufferSize:        16 << 10,
 		NoDefaultDate:         true,
 		NoDefaultServerHeader: false,
-		MaxRequestBodySize:    64 << 20,
+		MaxRequestBodySize:    1 << 30,
+		// Batch uploads are read as streams (batches.go).
+		StreamRequestBody: true,
 		// Connection errors are expected (injected cuts, clients that go
 		// away) and say nothing about the system under test.
 		Logger: quietLogger{},
@@ -166,6 +173,9 @@ func (s *Server) Handler(ctx *fasthttp.RequestCtx) {
 	path := ctx.Path()
 	if len(path) > 7 && string(path[:7]) == "/_mock/" {
 		s.admin(ctx, string(path[7:]))
+		return
+	}
+	if s.batchPath(ctx, string(path)) {
 		return
 	}
 	var surface int

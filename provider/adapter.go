@@ -135,6 +135,9 @@ type Call struct {
 	// a nil *upstream.Fence, admits every target. The walk reads it;
 	// adapters do not.
 	Fence Guard
+	// tr is what translated attempts hold until the walk ends (see
+	// translated.go); nil until one builds a request.
+	tr *translation
 }
 
 // Guard tells the walk which targets, by index, a request may reach.
@@ -146,39 +149,9 @@ type Guard interface {
 type MemberQuota interface {
 	// Enter reserves room on member target for this request (giving back
 	// what the member reached before held); false: skip it, with the
-	// soonest wait until a skipped member has room.
+	// soonest wait until a skipped member has room (-1: none ever will,
+	// each one's token limit being smaller than the request).
 	Enter(target string) (wait time.Duration, ok bool)
-}
-
-// surfaceAdapter is an Adapter that serves some surface through another
-// Adapter (anthropic's Messages pass-through).
-type surfaceAdapter interface {
-	forSurface(s router.Surface) Adapter
-}
-
-// AdapterOfSurface returns the Adapter that speaks surface s for a target whose
-// provider adapter is a. Allocation-free.
-func AdapterOfSurface(a Adapter, s router.Surface) Adapter {
-	if sa, ok := a.(surfaceAdapter); ok {
-		return sa.forSurface(s)
-	}
-	return a
-}
-
-// modelAdapter is an Adapter that serves some models through another
-// Adapter (vertex: Claude through rawPredict, others through its
-// OpenAI-compatible endpoint).
-type modelAdapter interface {
-	forModel(upstreamModel []byte) Adapter
-}
-
-// AdapterOfModel returns the Adapter that speaks for upstreamModel when a
-// picks one by model, else a. Allocation-free.
-func AdapterOfModel(a Adapter, upstreamModel []byte) Adapter {
-	if ma, ok := a.(modelAdapter); ok {
-		return ma.forModel(upstreamModel)
-	}
-	return a
 }
 
 // Adapter speaks one provider's protocol. Implementations are stateless and

@@ -27,14 +27,6 @@ func (anthropicAdapter) Surfaces() router.SurfaceSet { return anthropicSurfaces 
 // included (see Prepare).
 func (anthropicAdapter) uriPaths() []string { return messagesAdapter{}.uriPaths() }
 
-// forSurface implements surfaceAdapter: messages is the pass-through.
-func (a anthropicAdapter) forSurface(s router.Surface) Adapter {
-	if s == router.SurfaceMessages {
-		return messagesAdapter{}
-	}
-	return a
-}
-
 // BuildRequest translates the client's chat body into a Messages request.
 func (anthropicAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, upstreamModel []byte) error {
 	if c.Surface != router.SurfaceChat {
@@ -208,25 +200,22 @@ func (anthropicAdapter) TranslateResponse(dst, body []byte, c *Call) ([]byte, er
 		}
 	}
 	stop, _ := jsonStr(v.Get("stop_reason"))
-	return w.end(finishReason(stop), anthropicUsage(v.Get("usage"))), nil
+	return w.end(finishReason(stop), parsedUsage(v.Get("usage"))), nil
 }
 
 // errBadUpstreamBody is a 2xx answer whose body is not the provider's JSON.
 var errBadUpstreamBody = &StreamError{Class: ClassTransport, Status: 502,
 	Body: AppendError(nil, "upstream answered with a malformed body", TypeUpstream, CodeUpstreamError)}
 
-// anthropicUsage reads a usage object. Anthropic's input_tokens excludes
-// cached tokens, OpenAI's prompt_tokens includes them.
-func anthropicUsage(u *fastjson.Value) usage {
-	if u == nil {
-		return usage{}
+// parsedUsage reads a provider's parsed usage object (any provider's
+// names: usage_fields.go); nothing known when it is absent or doubtful.
+func parsedUsage(o *fastjson.Value) Usage {
+	p, ok := fastjsonParts(o)
+	if !ok {
+		return Usage{}
 	}
-	cached := u.GetInt64("cache_read_input_tokens")
-	return usage{
-		prompt:     u.GetInt64("input_tokens") + u.GetInt64("cache_creation_input_tokens") + cached,
-		completion: u.GetInt64("output_tokens"),
-		cached:     cached,
-	}
+	u, _ := p.resolve()
+	return u
 }
 
 // ClassifyError reads Anthropic's {"type":"error","error":{"type","message"}}.

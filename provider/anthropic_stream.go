@@ -23,7 +23,7 @@ type anthropicStream struct {
 	// (bounded by MaxSSEEvent); scratch its data when it has several data
 	// lines. Both are kept for the next event.
 	raw, scratch []byte
-	usage        usage
+	usage        eventUsage
 }
 
 // Next implements StreamDecoder.
@@ -66,8 +66,9 @@ func (d *anthropicStream) event(dst, data []byte) ([]byte, error) {
 		m := v.Get("message")
 		id, _ := jsonStr(m.Get("id"))
 		d.cw.id = strings.Clone(id)
-		d.usage = anthropicUsage(m.Get("usage"))
-		d.usage.completion = 0 // counted by message_delta
+		if q, ok := fastjsonParts(m.Get("usage")); ok {
+			d.usage.start(q)
+		}
 		// The role chunk leaves with the first frame that carries content.
 		d.role = true
 		return dst, nil
@@ -95,17 +96,13 @@ func (d *anthropicStream) event(dst, data []byte) ([]byte, error) {
 			return d.toolArgs(dst, v.GetInt("index"), s), nil
 		}
 	case "message_delta":
-		if u := v.Get("usage"); u != nil {
-			d.usage.completion = u.GetInt64("output_tokens")
-			if u.Exists("input_tokens") {
-				cached := d.usage.cached
-				d.usage = anthropicUsage(u)
-				d.usage.cached = max(d.usage.cached, cached)
-			}
+		// Each count given replaces the one before (the SDK's way).
+		if q, ok := fastjsonParts(v.Get("usage")); ok {
+			d.usage.overlay(q)
 		}
 		stop, _ := jsonStr(v.Get("delta", "stop_reason"))
 		dst = d.cw.finish(dst, finishReason(stop))
-		return d.cw.usage(dst, d.usage), nil
+		return d.cw.usage(dst, d.usage.u), nil
 	case "message_stop":
 		d.done = true
 		return append(dst, doneFrame...), io.EOF

@@ -434,7 +434,8 @@ func TestAnthropicBadRequests(t *testing.T) {
 		if err == nil {
 			t.Errorf("%T accepted the embeddings surface", a)
 		}
-		if want := router.SurfaceSet(1 << router.SurfaceChat); a.Surfaces()&^(1<<router.SurfaceMessages) != want {
+		// Chat natively; messages and responses too, natively or translated.
+		if want := router.SurfaceSet(1 << router.SurfaceChat); a.Surfaces()&^(1<<router.SurfaceMessages|TranslatedSurfaces()) != want {
 			t.Errorf("%T surfaces %b", a, a.Surfaces())
 		}
 	}

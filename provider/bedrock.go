@@ -34,17 +34,9 @@ func newBedrockAdapter() Adapter { return bedrockAdapter{} }
 // and caches derived signing keys.
 var sigv4 = v4.NewSigner()
 
-// Surfaces reports chat, and messages (bedrock_messages.go).
+// Surfaces reports chat, messages (natively for Claude models:
+// bedrock_messages.go) and the client APIs served over chat.
 func (bedrockAdapter) Surfaces() router.SurfaceSet { return bedrockSurfaces }
-
-// forSurface implements surfaceAdapter: messages goes through
-// bedrockMessages, which picks by model.
-func (a bedrockAdapter) forSurface(s router.Surface) Adapter {
-	if s == router.SurfaceMessages {
-		return bedrockMessages{signer: a}
-	}
-	return a
-}
 
 // BuildRequest translates the chat body into a Converse request and adds
 // the credential: a Bedrock API key as a bearer token, else a SigV4
@@ -313,21 +305,7 @@ func (bedrockAdapter) TranslateResponse(dst, body []byte, c *Call) ([]byte, erro
 		}
 	}
 	stop, _ := jsonStr(v.Get("stopReason"))
-	return w.end(finishReason(stop), bedrockUsage(v.Get("usage"))), nil
-}
-
-// bedrockUsage reads a Converse usage object. inputTokens excludes cached
-// tokens; OpenAI's prompt_tokens includes them.
-func bedrockUsage(u *fastjson.Value) usage {
-	if u == nil {
-		return usage{}
-	}
-	cached := u.GetInt64("cacheReadInputTokens")
-	return usage{
-		prompt:     u.GetInt64("inputTokens") + u.GetInt64("cacheWriteInputTokens") + cached,
-		completion: u.GetInt64("outputTokens"),
-		cached:     cached,
-	}
+	return w.end(finishReason(stop), parsedUsage(v.Get("usage"))), nil
 }
 
 // ClassifyError reads the error type from the x-amzn-ErrorType header (or

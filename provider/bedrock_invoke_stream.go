@@ -33,7 +33,7 @@ type invokeStream struct {
 	data    []byte // the event re-encoded on one line, when it had line breaks
 	name    []byte // the event's type
 	src     readRecorder
-	usage   Usage
+	usage   eventUsage
 	done    bool // message_stop relayed
 }
 
@@ -74,7 +74,7 @@ func (d *invokeStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 		if err != nil {
 			return dst[:start], err
 		}
-		noteEventUsage(&d.usage, router.SurfaceMessages, name, data)
+		d.usage.note(router.SurfaceMessages, name, data)
 		dst = append(dst, "event: "...)
 		dst = append(dst, name...)
 		dst = append(dst, "\ndata: "...)
@@ -93,7 +93,7 @@ func (d *invokeStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 }
 
 // Usage implements UsageReporter.
-func (d *invokeStream) Usage() Usage { return d.usage }
+func (d *invokeStream) Usage() Usage { return d.usage.u }
 
 // read returns the next Anthropic event's type and JSON (views of d's
 // buffers, valid until the next read), skipping frames that carry none.

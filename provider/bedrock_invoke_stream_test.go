@@ -355,7 +355,7 @@ func TestInvokeStreamMultilineEvent(t *testing.T) {
 
 // The decoder a bedrock target gives the messages surface.
 func TestBedrockMessagesNewStream(t *testing.T) {
-	a := AdapterOfSurface(Lookup(Bedrock).Adapter, router.SurfaceMessages)
+	a, _ := Pick(Lookup(Bedrock).Adapter, &Endpoint{}, router.SurfaceMessages, false, []byte("anthropic.claude-x"))
 	if _, ok := a.NewStream(&Call{Surface: router.SurfaceMessages, Stream: true}).(*invokeStream); !ok {
 		t.Errorf("%T", a.NewStream(&Call{}))
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -238,14 +239,19 @@ func TestBedrockMessagesRefusals(t *testing.T) {
 	}
 }
 
-// The adapter a bedrock target uses on each surface.
+// The adapter a bedrock target uses on each surface: InvokeModel for a
+// Claude model's messages, the translation over Converse for any other.
 func TestBedrockAdapterOfSurface(t *testing.T) {
 	a := Lookup(Bedrock).Adapter
-	if _, ok := AdapterOfSurface(a, router.SurfaceMessages).(bedrockMessages); !ok {
-		t.Errorf("messages: %T", AdapterOfSurface(a, router.SurfaceMessages))
+	claude, mistral := []byte("eu.anthropic.claude-sonnet-4-6"), []byte("mistral.mistral-large")
+	if got, _ := Pick(a, &Endpoint{}, router.SurfaceMessages, false, claude); fmt.Sprintf("%T", got) != "provider.bedrockMessages" {
+		t.Errorf("messages: %T", got)
 	}
-	if _, ok := AdapterOfSurface(a, router.SurfaceChat).(bedrockAdapter); !ok {
-		t.Errorf("chat: %T", AdapterOfSurface(a, router.SurfaceChat))
+	if got, f := Pick(a, &Endpoint{}, router.SurfaceMessages, false, mistral); got != Adapter(bedrockMessagesViaChat) || f != FormTranslated {
+		t.Errorf("messages of another model: %T %v", got, f)
+	}
+	if got, _ := Pick(a, &Endpoint{}, router.SurfaceChat, false, claude); fmt.Sprintf("%T", got) != "provider.bedrockAdapter" {
+		t.Errorf("chat: %T", got)
 	}
 	if !Lookup(Bedrock).Surfaces.Has(router.SurfaceMessages) || !Lookup(Bedrock).Accepts("anthropic_betas") {
 		t.Error("the provider table does not give bedrock messages and anthropic_betas")

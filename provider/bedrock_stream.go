@@ -158,7 +158,7 @@ func (d *bedrockStream) message(dst []byte, m *eventstream.Message) ([]byte, err
 		stop, _ := jsonStr(v.Get("stopReason"))
 		return d.cw.finish(dst, finishReason(stop)), nil
 	case "metadata":
-		dst = d.cw.usage(dst, bedrockUsage(v.Get("usage")))
+		dst = d.cw.usage(dst, parsedUsage(v.Get("usage")))
 		d.done = true
 		return append(dst, doneFrame...), io.EOF
 	}

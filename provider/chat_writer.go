@@ -104,21 +104,31 @@ func newChatID() string {
 	return string(strconv.AppendUint(b[:n], rand.Uint64(), 36))
 }
 
-// usage holds token counts in OpenAI's terms.
-type usage struct {
-	prompt, completion, cached int64
-}
-
-func appendUsage(dst []byte, u usage) []byte {
+// appendUsage appends u as a chat usage object: prompt_tokens is the whole
+// input (cache writes and reads included, as OpenAI counts it), and
+// prompt_tokens_details has the cache reads as cached_tokens and the cache
+// writes as cache_write_tokens (OpenAI's names for them), each when not 0.
+// Counts the provider did not report are written as 0.
+func appendUsage(dst []byte, u Usage) []byte {
 	dst = append(dst, `{"prompt_tokens":`...)
-	dst = strconv.AppendInt(dst, u.prompt, 10)
+	dst = strconv.AppendInt(dst, u.Prompt, 10)
 	dst = append(dst, `,"completion_tokens":`...)
-	dst = strconv.AppendInt(dst, u.completion, 10)
+	dst = strconv.AppendInt(dst, u.Completion, 10)
 	dst = append(dst, `,"total_tokens":`...)
-	dst = strconv.AppendInt(dst, u.prompt+u.completion, 10)
-	if u.cached > 0 {
-		dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
-		dst = strconv.AppendInt(dst, u.cached, 10)
+	dst = strconv.AppendInt(dst, u.Prompt+u.Completion, 10)
+	if u.CacheRead > 0 || u.CacheWrite > 0 {
+		dst = append(dst, `,"prompt_tokens_details":{`...)
+		if u.CacheRead > 0 {
+			dst = append(dst, `"cached_tokens":`...)
+			dst = strconv.AppendInt(dst, u.CacheRead, 10)
+		}
+		if u.CacheWrite > 0 {
+			if u.CacheRead > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `"cache_write_tokens":`...)
+			dst = strconv.AppendInt(dst, u.CacheWrite, 10)
+		}
 		dst = append(dst, '}')
 	}
 	return append(dst, '}')
@@ -175,7 +185,7 @@ func (w *completionWriter) writeContent() {
 	}
 }
 
-func (w *completionWriter) end(finish string, u usage) []byte {
+func (w *completionWriter) end(finish string, u Usage) []byte {
 	if w.toolCalls == 0 {
 		w.writeContent()
 	} else {
@@ -197,8 +207,9 @@ type chunkWriter struct {
 	// includeUsage is the client's stream_options.include_usage: a final
 	// chunk with empty choices carries the usage.
 	includeUsage bool
-	// reported is the usage of the final usage event, whether or not the
-	// client asked for its chunk (translated providers always report it).
+	// reported is the usage of the final usage event, read from the
+	// provider's own fields, whether or not the client asked for its
+	// chunk (translated providers always report it).
 	reported Usage
 }
 
@@ -282,9 +293,10 @@ func (w *chunkWriter) finish(dst []byte, finish string) []byte {
 	return w.close(w.open(dst), finish)
 }
 
-// usage appends the usage chunk when the client asked for it.
-func (w *chunkWriter) usage(dst []byte, u usage) []byte {
-	w.reported = Usage{Prompt: u.prompt, Completion: u.completion, HasPrompt: true, HasCompletion: true}
+// usage records the stream's usage and appends its chunk when the client
+// asked for it.
+func (w *chunkWriter) usage(dst []byte, u Usage) []byte {
+	w.reported = u
 	if !w.includeUsage {
 		return dst
 	}

@@ -46,7 +46,7 @@ func (d *eventDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 // next is Next noting in u (when not nil) the usage the events report. An
 // event with several data lines has them joined into *scratch (nil: a new
 // buffer).
-func (d *eventDecoder) next(dst []byte, r *bufio.Reader, u *Usage, scratch *[]byte) ([]byte, error) {
+func (d *eventDecoder) next(dst []byte, r *bufio.Reader, u *eventUsage, scratch *[]byte) ([]byte, error) {
 	start := len(dst)
 	held := false
 	for {
@@ -57,7 +57,7 @@ func (d *eventDecoder) next(dst []byte, r *bufio.Reader, u *Usage, scratch *[]by
 			return dst[:start], err
 		}
 		if u != nil {
-			noteEventUsage(u, d.surface, name, data)
+			u.note(d.surface, name, data)
 		}
 		dst, err = d.event(dst, name, data)
 		if err != nil {

@@ -9,11 +9,11 @@ import (
 )
 
 // eventStream is one stream of a named-event surface: the shared
-// eventDecoder plus the usage the stream reported, for the token metrics.
-// Not safe for concurrent use.
+// eventDecoder plus the usage the stream reported, for the token metrics
+// and the quotas. Not safe for concurrent use.
 type eventStream struct {
 	d       *eventDecoder
-	usage   Usage
+	usage   eventUsage
 	scratch []byte // the joined data of an event with several data lines
 }
 
@@ -26,85 +26,131 @@ func (s *eventStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 }
 
 // Usage implements UsageReporter.
-func (s *eventStream) Usage() Usage { return s.usage }
+func (s *eventStream) Usage() Usage { return s.usage.u }
 
-// noteEventUsage reads the usage of the few events that carry it, leaving
-// every other event unparsed: on responses, response.completed's
-// response.usage (parsed whole: the one terminal event); on messages,
-// message_start's message.usage (the prompt) and message_delta's top-level
-// usage (the completion so far, read with ReadUsage).
-func noteEventUsage(u *Usage, s router.Surface, name, data []byte) {
+// eventUsage is the usage a stream reported so far: the counts as its
+// events gave them, and their sum.
+type eventUsage struct {
+	parts usageParts
+	u     Usage
+}
+
+// note reads the usage of the few events that carry it, leaving every
+// other event unparsed: on responses, response.completed's (or
+// response.incomplete's) response.usage, parsed whole (the one terminal
+// event); on messages, message_start's message.usage (the input and the
+// cache's counts; its output is a placeholder) and message_delta's
+// top-level usage (read with ReadUsage's reader), each count of which
+// replaces the one before, as Anthropic's SDK accumulates them.
+func (e *eventUsage) note(s router.Surface, name, data []byte) {
 	switch {
-	case s == router.SurfaceResponses && string(name) == "response.completed":
+	case s == router.SurfaceResponses && (string(name) == "response.completed" || string(name) == "response.incomplete"):
 		p := parserPool.Get()
 		defer parserPool.Put(p)
 		v, err := p.ParseBytes(data)
 		if err != nil {
 			return
 		}
-		if got, ok := fastjsonUsage(v.Get("response", "usage")); ok {
-			*u = got
+		if q, ok := fastjsonParts(v.Get("response", "usage")); ok {
+			e.set(q)
 		}
 	case s == router.SurfaceMessages && string(name) == "message_start":
-		p := parserPool.Get()
-		defer parserPool.Put(p)
-		v, err := p.ParseBytes(data)
-		if err != nil {
-			return
-		}
-		if got, ok := fastjsonUsage(v.Get("message", "usage")); ok && got.HasPrompt {
-			u.Prompt, u.HasPrompt = got.Prompt, true
-		}
+		e.messageStart(data)
 	case s == router.SurfaceMessages && string(name) == "message_delta":
-		got, ok := ReadUsage(data)
-		if !ok {
-			return
-		}
-		if got.HasCompletion {
-			u.Completion, u.HasCompletion = got.Completion, true
-		}
-		if got.HasPrompt { // newer API versions repeat the input here
-			u.Prompt, u.HasPrompt = got.Prompt, true
-		}
+		e.messageDelta(data)
 	}
 }
 
-// fastjsonUsage reads a usage object as ReadUsage does (input_tokens plus
-// Anthropic's cache counts, output_tokens; or OpenAI's names), from a
-// parsed value. ok is false when a count is not a non-negative integer.
-func fastjsonUsage(o *fastjson.Value) (u Usage, ok bool) {
+// set makes q the stream's usage when its counts add up.
+func (e *eventUsage) set(q usageParts) {
+	if u, ok := q.resolve(); ok {
+		e.parts, e.u = q, u
+	}
+}
+
+// messageStart notes an Anthropic message_start event's data.
+func (e *eventUsage) messageStart(data []byte) {
+	p := parserPool.Get()
+	defer parserPool.Put(p)
+	v, err := p.ParseBytes(data)
+	if err != nil {
+		return
+	}
+	if q, ok := fastjsonParts(v.Get("message", "usage")); ok {
+		e.start(q)
+	}
+}
+
+// start notes the usage q of an Anthropic message_start: the input and the
+// cache's counts; its output count is a placeholder that message_delta
+// replaces, and is left out.
+func (e *eventUsage) start(q usageParts) {
+	q.has &^= hasOutput
+	e.overlay(q)
+}
+
+// messageDelta notes an Anthropic message_delta event's data.
+func (e *eventUsage) messageDelta(data []byte) {
+	if q, ok := readUsageParts(data); ok {
+		e.overlay(q)
+	}
+}
+
+// overlay lays q over the counts so far (see usageParts.overlay).
+func (e *eventUsage) overlay(q usageParts) {
+	next := e.parts
+	next.overlay(q)
+	e.set(next)
+}
+
+// fastjsonParts reads a parsed usage object as ReadUsage reads one from
+// bytes: the same names (usage_fields.go), the same doubts. ok is false
+// when o is not an object or a count is doubtful.
+func fastjsonParts(o *fastjson.Value) (p usageParts, ok bool) {
 	if o == nil || o.Type() != fastjson.TypeObject {
-		return Usage{}, false
+		return usageParts{}, false
 	}
-	count := func(key string) (int64, bool, bool) { // value, present, valid
-		x := o.Get(key)
-		if x == nil || x.Type() == fastjson.TypeNull {
-			return 0, false, true
-		}
-		n, err := x.Int64()
-		if x.Type() != fastjson.TypeNumber || err != nil || n < 0 {
-			return 0, true, false
-		}
-		return n, true, true
-	}
+	obj, _ := o.Object()
 	sure := true
-	pick := func(a, b string) (int64, bool) {
-		x, hasX, okX := count(a)
-		y, hasY, okY := count(b)
-		if !okX || !okY || (hasX && hasY) {
-			sure = false
+	obj.Visit(func(k []byte, x *fastjson.Value) {
+		f := usageFieldOf(k)
+		switch {
+		case f == fieldNone || x.Type() == fastjson.TypeNull:
+		case f == fieldDetails:
+			if x.Type() != fastjson.TypeObject || !p.details() {
+				sure = false
+				return
+			}
+			d, _ := x.Object()
+			d.Visit(func(dk []byte, dx *fastjson.Value) {
+				if !isDetail(dk) || dx.Type() == fastjson.TypeNull {
+					return
+				}
+				n, good := fastjsonCount(dx)
+				if !good || !p.setDetail(dk, n) {
+					sure = false
+				}
+			})
+		default:
+			n, good := fastjsonCount(x)
+			if !good || !p.set(f, n) {
+				sure = false
+			}
 		}
-		return x + y, hasX || hasY
+	})
+	return p, sure
+}
+
+// fastjsonCount reads a count as scanner.count does: a non-negative
+// integer of at most maxCountDigits digits, without sign, fraction,
+// exponent or leading zero, checked on the number as written.
+func fastjsonCount(x *fastjson.Value) (int64, bool) {
+	if x.Type() != fastjson.TypeNumber {
+		return 0, false
 	}
-	u.Prompt, u.HasPrompt = pick("prompt_tokens", "input_tokens")
-	u.Completion, u.HasCompletion = pick("completion_tokens", "output_tokens")
-	cw, _, okW := count("cache_creation_input_tokens")
-	cr, _, okR := count("cache_read_input_tokens")
-	if !sure || !okW || !okR {
-		return Usage{}, false
-	}
-	if u.HasPrompt {
-		u.Prompt += cw + cr
-	}
-	return u, u.Known()
+	var buf [32]byte
+	raw := x.MarshalTo(buf[:0]) // a number marshals as written
+	s := scanner{b: raw}
+	n, ok := s.count()
+	return n, ok && s.i == len(raw)
 }

@@ -30,9 +30,10 @@ const (
 type Info struct {
 	// Name is the provider value in a target.
 	Name string
-	// Surfaces are the surfaces the provider can serve; a target may serve
-	// fewer (see Target in config: an azure target on classic deployment
-	// URLs does not serve responses).
+	// Surfaces are the surfaces the provider can serve, natively or
+	// translated; a target may serve fewer (see Target in config: an azure
+	// target on classic deployment URLs serves responses only where a
+	// translator for it exists).
 	Surfaces router.SurfaceSet
 	// DefaultBaseURL is the public endpoint; "" when it depends on the
 	// target (bedrock and vertex: the region; azure: the resource).
@@ -45,32 +46,44 @@ type Info struct {
 	Keys []string
 	// Adapter speaks the provider's protocol.
 	Adapter Adapter
+	// CacheWrites: the provider's answers count prompt-cache writes apart,
+	// billed at their own price; a price for it without cache_write is a
+	// validate warning (docs/quotas.md, Cached tokens).
+	CacheWrites bool
+	// CountsCacheReads: the provider's own token rate limits count cache
+	// reads, the default of a target's limits.count_cache_reads.
+	CountsCacheReads bool
 }
 
-const (
-	chatOnly      = router.SurfaceSet(1) << router.SurfaceChat
-	allButMessage = router.AllSurfaces &^ (1 << router.SurfaceMessages)
+// The surfaces each provider serves: its native ones, plus every client
+// API served over its chat adapter (TranslatedSurfaces; see Pick for which
+// is which, model by model).
+var (
+	chatAndTranslated = router.SurfaceSet(1)<<router.SurfaceChat | TranslatedSurfaces()
+	allSurfacesOpenAI = router.AllSurfaces&^(1<<router.SurfaceMessages) | TranslatedSurfaces()
 )
 
 // table lists every provider, in the order problems name them.
 var table = [...]Info{
-	{Name: OpenAI, Adapter: OpenAIAdapter{}, Surfaces: allButMessage, DefaultBaseURL: "https://api.openai.com/v1",
-		EnvBaseURL: "OPENAI_BASE_URL", EnvAPIKey: "OPENAI_API_KEY", Keys: []string{"api_key"}},
-	{Name: Anthropic, Adapter: anthropicAdapter{}, Surfaces: chatOnly | 1<<router.SurfaceMessages, DefaultBaseURL: "https://api.anthropic.com",
-		EnvBaseURL: "ANTHROPIC_BASE_URL", EnvAPIKey: "ANTHROPIC_API_KEY", Keys: []string{"api_key"}},
-	{Name: Bedrock, Adapter: bedrockAdapter{}, Surfaces: chatOnly | 1<<router.SurfaceMessages,
+	{Name: OpenAI, Adapter: OpenAIAdapter{}, Surfaces: allSurfacesOpenAI, DefaultBaseURL: "https://api.openai.com/v1",
+		EnvBaseURL: "OPENAI_BASE_URL", EnvAPIKey: "OPENAI_API_KEY", Keys: []string{"api_key"}, CountsCacheReads: true},
+	{Name: Anthropic, Adapter: anthropicAdapter{}, Surfaces: chatAndTranslated | 1<<router.SurfaceMessages, DefaultBaseURL: "https://api.anthropic.com",
+		EnvBaseURL: "ANTHROPIC_BASE_URL", EnvAPIKey: "ANTHROPIC_API_KEY", Keys: []string{"api_key"}, CacheWrites: true},
+	{Name: Bedrock, Adapter: bedrockAdapter{}, Surfaces: chatAndTranslated | 1<<router.SurfaceMessages,
 		EnvBaseURL: "BEDROCK_BASE_URL", EnvAPIKey: "BEDROCK_API_KEY",
-		Keys: []string{"api_key", "region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "anthropic_betas"}},
-	{Name: Azure, Adapter: azureAdapter{}, Surfaces: allButMessage,
+		Keys:        []string{"api_key", "region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "anthropic_betas"},
+		CacheWrites: true},
+	{Name: Azure, Adapter: azureAdapter{}, Surfaces: allSurfacesOpenAI,
 		EnvBaseURL: "AZURE_OPENAI_BASE_URL", EnvAPIKey: "AZURE_OPENAI_API_KEY",
 		Keys: []string{"api_key", "azure_api_version", "azure_deployment_type", "azure_tenant_id",
-			"azure_client_id", "azure_client_secret", "azure_authority"}},
-	{Name: Vertex, Adapter: vertexAdapter{}, Surfaces: chatOnly | 1<<router.SurfaceMessages,
+			"azure_client_id", "azure_client_secret", "azure_authority"},
+		CountsCacheReads: true},
+	{Name: Vertex, Adapter: vertexAdapter{}, Surfaces: chatAndTranslated | 1<<router.SurfaceMessages,
 		EnvBaseURL: "VERTEX_BASE_URL",
-		Keys:       []string{"project", "region", "credentials_file", "credentials_json"}},
-	{Name: Gemini, Adapter: geminiAdapter{}, Surfaces: chatOnly | 1<<router.SurfaceEmbeddings,
+		Keys:       []string{"project", "region", "credentials_file", "credentials_json"}, CacheWrites: true},
+	{Name: Gemini, Adapter: geminiAdapter{}, Surfaces: chatAndTranslated | 1<<router.SurfaceEmbeddings,
 		DefaultBaseURL: "https://generativelanguage.googleapis.com/v1beta/openai",
-		EnvBaseURL:     "GEMINI_BASE_URL", EnvAPIKey: "GEMINI_API_KEY", Keys: []string{"api_key"}},
+		EnvBaseURL:     "GEMINI_BASE_URL", EnvAPIKey: "GEMINI_API_KEY", Keys: []string{"api_key"}, CountsCacheReads: true},
 }
 
 // The surfaces of each provider, from the table: what the adapters'

@@ -2,13 +2,22 @@ package provider
 
 import "bytes"
 
-// Usage is the token usage an upstream reported for one answer, in OpenAI's
-// terms (prompt and completion tokens). The zero value is "nothing known".
+// Usage is the token usage an upstream reported for one answer, read from
+// the provider's own fields (docs/quotas.md, Cached tokens). Prompt is
+// the whole input, as OpenAI's prompt_tokens counts it; CacheRead and
+// CacheWrite are the parts of it the provider read from or wrote to its
+// prompt cache, so the four parts metered are Input(), CacheRead,
+// CacheWrite and Completion. The zero value is "nothing known".
 type Usage struct {
-	// Prompt is the prompt (input) token count; meaningful when HasPrompt.
+	// Prompt is every input token, cached ones included; meaningful when
+	// HasPrompt.
 	Prompt int64
-	// Completion is the completion (output) token count; meaningful when
-	// HasCompletion. Embeddings answers report none.
+	// CacheRead and CacheWrite are the parts of Prompt read from and
+	// written to the provider's prompt cache (0 when it reports none);
+	// CacheRead + CacheWrite <= Prompt.
+	CacheRead, CacheWrite int64
+	// Completion is the output token count, reasoning included;
+	// meaningful when HasCompletion. Embeddings answers report none.
 	Completion int64
 	// HasPrompt and HasCompletion say which counts the upstream reported.
 	HasPrompt, HasCompletion bool
@@ -17,10 +26,34 @@ type Usage struct {
 // Known reports whether any count is known.
 func (u Usage) Known() bool { return u.HasPrompt || u.HasCompletion }
 
+// Input returns the uncached input tokens: Prompt without the cache's.
+func (u Usage) Input() int64 { return u.Prompt - u.CacheRead - u.CacheWrite }
+
 // UsageReporter is a StreamDecoder that knows the usage of the stream it
-// decoded so far (the last usage the upstream reported).
+// decoded so far (the last usage the upstream reported), read from the
+// provider's own events. A decoder that wraps another (a translating one)
+// delegates to it: the inner decoder saw the provider's fields.
 type UsageReporter interface {
 	Usage() Usage
+}
+
+// UsageReader is an Adapter that reads the usage of its 2xx answers
+// itself, from the body the upstream sent (before TranslateResponse). An
+// adapter that wraps another delegates to it. See AnswerUsage.
+type UsageReader interface {
+	AnswerUsage(body []byte) (Usage, bool)
+}
+
+// AnswerUsage returns the usage of a's 2xx answer body as the upstream
+// sent it: a's own reading when it is a UsageReader, else ReadUsage,
+// which knows every provider's names (usage_fields.go). Reading the
+// provider's body rather than the translated answer keeps what a client's
+// shape has no field for (cache writes, on chat and Responses).
+func AnswerUsage(a Adapter, body []byte) (Usage, bool) {
+	if r, ok := a.(UsageReader); ok {
+		return r.AnswerUsage(body)
+	}
+	return ReadUsage(body)
 }
 
 var usageKey = []byte(`"usage"`)
@@ -31,29 +64,37 @@ var usageKey = []byte(`"usage"`)
 const maxUsageCandidates = 4
 
 // ReadUsage returns the top-level "usage" object of the JSON object body
-// (an OpenAI-shaped answer or one SSE chunk): prompt_tokens (or
-// input_tokens, plus Anthropic's cache_creation_input_tokens and
-// cache_read_input_tokens) and completion_tokens (or output_tokens). It does not parse
-// the body: it finds the last `"usage"` from the end, proves it is a key of
+// (an answer or one SSE chunk of any provider the gateway speaks), its
+// counts named as usage_fields.go lists them. It does not parse the body: it finds the last `"usage"` from the end, proves it is a key of
 // the outermost object by scanning whichever side of it is shorter, and
 // reads only that object. ok is false when there is none, when it is null,
 // or when anything about it is unsure (a duplicate or non-integer count, a
 // malformed object): no usage is better than wrong numbers. It does not
 // allocate.
 func ReadUsage(body []byte) (u Usage, ok bool) {
+	p, ok := readUsageParts(body)
+	if !ok {
+		return Usage{}, false
+	}
+	return p.resolve()
+}
+
+// readUsageParts is ReadUsage before the counts are added up: ok is false
+// when there is no usage object or a count in it is doubtful.
+func readUsageParts(body []byte) (p usageParts, ok bool) {
 	end := len(body)
 	for n := 0; n < maxUsageCandidates; n++ {
 		i := lastIndex(body[:end], usageKey)
 		if i < 0 {
-			return Usage{}, false
+			return usageParts{}, false
 		}
 		end = i
-		u, ok, definite := usageAt(body, i)
+		p, ok, definite := usageAt(body, i)
 		if definite {
-			return u, ok
+			return p, ok
 		}
 	}
-	return Usage{}, false
+	return usageParts{}, false
 }
 
 // lastIndexWindow is how far back lastIndex searches at a time.
@@ -115,7 +156,7 @@ func lastIn(b, sep []byte, start, end int) int {
 // usageAt reads the usage at body[i:], where `"usage"` occurs. definite is
 // false when that occurrence is not a top-level key (inside a string, a
 // string value, a nested key): the caller then tries an earlier one.
-func usageAt(body []byte, i int) (u Usage, ok, definite bool) {
+func usageAt(body []byte, i int) (p usageParts, ok, definite bool) {
 	// Inside a string a quote is escaped by an odd run of backslashes; an
 	// even run (none, outside strings) leaves it a real delimiter, and then
 	// `"usage"` is a whole string token: its closing quote follows 'e'.
@@ -124,17 +165,17 @@ func usageAt(body []byte, i int) (u Usage, ok, definite bool) {
 		n++
 	}
 	if n%2 == 1 {
-		return Usage{}, false, false
+		return usageParts{}, false, false
 	}
 	s := scanner{b: body, i: i + len(usageKey)}
 	s.ws()
 	if !s.eat(':') {
-		return Usage{}, false, false // a string value, not a key
+		return usageParts{}, false, false // a string value, not a key
 	}
 	s.ws()
-	u, ok, valid := s.usageValue()
+	p, ok, valid := s.usageValue()
 	if !valid {
-		return Usage{}, false, true // malformed: give up
+		return usageParts{}, false, true // malformed: give up
 	}
 	// Prove the key is a member of the outermost object, from the nearer end.
 	var top bool
@@ -144,9 +185,9 @@ func usageAt(body []byte, i int) (u Usage, ok, definite bool) {
 		top = s.restOfRoot()
 	}
 	if !top {
-		return Usage{}, false, false
+		return usageParts{}, false, false
 	}
-	return u, ok, true
+	return p, ok, true
 }
 
 // topLevelKeyAt reports whether a member of the outermost object of body
@@ -192,84 +233,134 @@ func (s *scanner) restOfRoot() bool {
 }
 
 // usageValue reads the usage value at s.i and leaves s.i after it. valid is
-// false when the value is not well formed; ok is false for null or an
-// object without a usable count.
-func (s *scanner) usageValue() (u Usage, ok, valid bool) {
+// false when the value is not well formed; ok is false for null, for any
+// other value than an object, and for an object with a doubtful count.
+func (s *scanner) usageValue() (p usageParts, ok, valid bool) {
 	if bytes.HasPrefix(s.b[s.i:], nullLiteral) {
 		s.i += len(nullLiteral)
-		return Usage{}, false, true
+		return usageParts{}, false, true
 	}
-	if !s.eat('{') {
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		// Any other value is not a usage object: skip it, report none.
-		return Usage{}, false, s.value(0)
+		return usageParts{}, false, s.value(0)
 	}
-	sure := true
-	// Anthropic's input_tokens leaves out the cache's: its prompt is the
-	// sum of the three (OpenAI's prompt_tokens already includes cached).
-	var cacheWrite, cacheRead int64
-	var hasCacheWrite, hasCacheRead bool
+	p, sure, valid := s.usageObject()
+	if !valid || !sure {
+		return usageParts{}, false, valid
+	}
+	return p, true, true
+}
+
+// usageObject reads the usage object at s.i (its opening brace) into its
+// parts and leaves s.i after it. valid is false when it is not well
+// formed; sure is false when a count is doubtful (not a plain
+// non-negative integer, or given twice under one name or two).
+func (s *scanner) usageObject() (p usageParts, sure, valid bool) {
+	sure = true
+	s.eat('{')
 	s.ws()
 	if s.eat('}') {
-		return Usage{}, false, true
+		return p, true, true
 	}
 	for {
 		s.ws()
 		ks := s.i
 		if !s.str() {
-			return Usage{}, false, false
+			return p, false, false
 		}
-		key := s.b[ks+1 : s.i-1]
+		f := usageFieldOf(s.b[ks+1 : s.i-1])
 		s.ws()
 		if !s.eat(':') {
-			return Usage{}, false, false
+			return p, false, false
 		}
 		s.ws()
-		var dst *int64
-		var has *bool
-		switch string(key) {
-		case "prompt_tokens", "input_tokens":
-			dst, has = &u.Prompt, &u.HasPrompt
-		case "completion_tokens", "output_tokens":
-			dst, has = &u.Completion, &u.HasCompletion
-		case "cache_creation_input_tokens":
-			dst, has = &cacheWrite, &hasCacheWrite
-		case "cache_read_input_tokens":
-			dst, has = &cacheRead, &hasCacheRead
-		}
 		switch {
-		case dst == nil:
+		case f == fieldNone:
 			if !s.value(1) {
-				return Usage{}, false, false
+				return p, false, false
 			}
 		case bytes.HasPrefix(s.b[s.i:], nullLiteral):
 			s.i += len(nullLiteral)
-		default:
-			n, good := s.count()
-			if !good || *has {
-				// Not a plain count, or a second one (a duplicate key, or
-				// both spellings): which one would the client believe?
+		case f == fieldDetails:
+			if s.i >= len(s.b) || s.b[s.i] != '{' || !p.details() {
 				sure = false
 				if !s.value(1) {
-					return Usage{}, false, false
+					return p, false, false
 				}
 				break
 			}
-			*dst, *has = n, true
+			good, ok := s.detailsObject(&p)
+			if !ok {
+				return p, false, false
+			}
+			sure = sure && good
+		default:
+			n, good := s.count()
+			if !good || !p.set(f, n) {
+				sure = false
+				if !s.value(1) {
+					return p, false, false
+				}
+			}
 		}
 		s.ws()
 		if s.eat(',') {
 			continue
 		}
 		if !s.eat('}') {
-			return Usage{}, false, false
+			return p, false, false
 		}
-		if !sure {
-			return Usage{}, false, true
+		return p, sure, true
+	}
+}
+
+// detailsObject reads an OpenAI details object at s.i (its opening brace)
+// for its cache counts (see setDetail), skipping its other members. valid
+// is false when it is not well formed; sure is false when a cache count is
+// doubtful.
+func (s *scanner) detailsObject(p *usageParts) (sure, valid bool) {
+	sure = true
+	s.eat('{')
+	s.ws()
+	if s.eat('}') {
+		return true, true
+	}
+	for {
+		s.ws()
+		ks := s.i
+		if !s.str() {
+			return false, false
 		}
-		if u.HasPrompt {
-			u.Prompt += cacheWrite + cacheRead
+		key := s.b[ks+1 : s.i-1]
+		s.ws()
+		if !s.eat(':') {
+			return false, false
 		}
-		return u, u.Known(), true
+		s.ws()
+		switch {
+		case !isDetail(key):
+			if !s.value(2) {
+				return false, false
+			}
+		case bytes.HasPrefix(s.b[s.i:], nullLiteral):
+			s.i += len(nullLiteral)
+		default:
+			n, good := s.count()
+			if !good || !p.setDetail(key, n) {
+				sure = false
+				if !s.value(2) {
+					return false, false
+				}
+			}
+		}
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		if !s.eat('}') {
+			return false, false
+		}
+		return sure, true
 	}
 }
 

@@ -13,39 +13,23 @@ import (
 
 // vertexAdapter speaks Vertex AI: Claude models through rawPredict with
 // Anthropic's body, every other model through the OpenAI-compatible
-// endpoint. It picks by the model sent upstream (see forModel).
+// endpoint. It picks by the model sent upstream (see Pick).
 type vertexAdapter struct{}
 
 // Surfaces implements Adapter: chat, and messages for Claude models.
 func (vertexAdapter) Surfaces() router.SurfaceSet { return vertexSurfaces }
 
-// forSurface implements surfaceAdapter; the model picks the rest.
-func (vertexAdapter) forSurface(s router.Surface) Adapter {
-	if s == router.SurfaceMessages {
-		return vertexMessages{}
-	}
-	return vertexAdapter{}
-}
-
-// forModel implements modelAdapter.
-func (vertexAdapter) forModel(m []byte) Adapter {
-	if isClaude(m) {
-		return vertexClaude{}
-	}
-	return vertexOpenAPI{}
-}
-
 func isClaude(m []byte) bool { return bytes.HasPrefix(m, []byte("claude-")) }
 
-// The methods a vertexAdapter never has called: forModel replaces it.
+// The methods a vertexAdapter never has called: Pick replaces it.
 func (vertexAdapter) BuildRequest(*fasthttp.Request, *Endpoint, *Call, []byte) error {
-	return errors.New("BUG: vertexAdapter.BuildRequest without forModel")
+	return errors.New("BUG: vertexAdapter.BuildRequest without Pick")
 }
 func (vertexAdapter) ClassifyError(status int, h *fasthttp.ResponseHeader, body []byte) (Class, []byte) {
 	return classifyOpenAICompatible(status, h, body)
 }
 func (vertexAdapter) TranslateResponse(dst, body []byte, c *Call) ([]byte, error) {
-	return nil, errors.New("BUG: vertexAdapter.TranslateResponse without forModel")
+	return nil, errors.New("BUG: vertexAdapter.TranslateResponse without Pick")
 }
 func (vertexAdapter) NewStream(c *Call) StreamDecoder { return OpenAIAdapter{}.NewStream(c) }
 

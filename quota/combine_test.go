@@ -47,8 +47,8 @@ func TestCombinedBatchAnswersAsOneByOne(t *testing.T) {
 		var one, all []*Subject
 		for i := range limits {
 			name := fmt.Sprintf("s%d", i)
-			one = append(one, newSubject(name, false, &limits[i], 1, fmt.Sprintf("one%d:", round)))
-			all = append(all, newSubject(name, false, &limits[i], 1, fmt.Sprintf("all%d:", round)))
+			one = append(one, newSubject(name, false, &limits[i], false, 1, fmt.Sprintf("one%d:", round)))
+			all = append(all, newSubject(name, false, &limits[i], false, 1, fmt.Sprintf("all%d:", round)))
 		}
 		type req struct {
 			s      int
@@ -127,7 +127,7 @@ func TestCombinedChecksJoinAndGetTheirOwn(t *testing.T) {
 	subj := make([]*Subject, n+1)
 	for i := range subj {
 		l := config.Limits{RequestsPerMinute: 1000, TokensPerDay: int64(100000 + i)}
-		subj[i] = newSubject(fmt.Sprintf("k%d", i), false, &l, 1, "p:")
+		subj[i] = newSubject(fmt.Sprintf("k%d", i), false, &l, false, 1, "p:")
 	}
 	srv.Do("SCRIPT", "FLUSH")
 
@@ -207,8 +207,8 @@ func TestCombinedStallFailsTheBatchOnly(t *testing.T) {
 	client := testClient(t, px.URL())
 	r := newRedis(client, 200*time.Millisecond)
 	l := config.Limits{TokensPerDay: 1000000}
-	before := newSubject("before", false, &l, 1, "p:")
-	after := newSubject("after", false, &l, 1, "p:")
+	before := newSubject("before", false, &l, false, 1, "p:")
+	after := newSubject("after", false, &l, false, 1, "p:")
 	var x Reservation
 	if err := r.reserve(before, 1, time.Now(), &x); err != nil { // loads the script
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestCombinedSlotWaitCountsAgainstTimeout(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newRedis(testClient(t, srv.URL()), 300*time.Millisecond)
 	l := config.Limits{TokensPerDay: 1000000}
-	s := newSubject("acme", false, &l, 1, "p:")
+	s := newSubject("acme", false, &l, false, 1, "p:")
 	for range maxInflight {
 		r.comb.slots <- struct{}{}
 	}

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -9,8 +10,10 @@ import (
 )
 
 // TestDocsExamplesLoad: the quota blocks docs/quotas.md shows load as they
-// are written (the reference block with the fields it leaves out, and the
-// worked example), so the documentation cannot drift from the loader.
+// are written (the reference block with the fields it leaves out, the
+// cached tokens' blocks and the worked examples, a block of targets and
+// keys alone with a rule to its first target), so the documentation
+// cannot drift from the loader.
 func TestDocsExamplesLoad(t *testing.T) {
 	b, err := os.ReadFile("../docs/quotas.md")
 	if err != nil {
@@ -19,7 +22,8 @@ func TestDocsExamplesLoad(t *testing.T) {
 	section := string(b)
 	env := func(k string) (string, bool) {
 		return map[string]string{"REDIS_URL": "rediss://:pw@redis.internal:6380/0", "ACME_KEY": "acme-0123456789abcdef",
-			"GLOBEX_KEY": "globex-0123456789abcdef", "OPENAI_API_KEY": "sk-x"}[k], true
+			"GLOBEX_KEY": "globex-0123456789abcdef", "OPENAI_API_KEY": "sk-x", "CODER_KEY": "coder-0123456789abcdef",
+			"BATCH_KEY": "batch-0123456789abcdef"}[k], true
 	}
 	var blocks []string
 	for rest := section; ; {
@@ -30,17 +34,24 @@ func TestDocsExamplesLoad(t *testing.T) {
 		rest = rest[i+8:]
 		blocks = append(blocks, rest[:strings.Index(rest, "```")])
 	}
-	if len(blocks) != 2 {
-		t.Fatalf("%d yaml blocks in docs/quotas.md; want the reference and the worked example", len(blocks))
+	if len(blocks) != 5 {
+		t.Fatalf("%d yaml blocks in docs/quotas.md; want the reference, the cached tokens' three and the two worked examples", len(blocks))
 	}
-	ref := strings.Replace(blocks[0], "targets:\n  - virtual_key: openai\n", "targets:\n  - virtual_key: openai\n    provider: openai\n", 1)
-	ref = "strategy:\n  mode: conditional\n  conditions:\n    - {key: model, value: gpt-4o, target_key: openai}\n" + ref
-	for i, y := range []string{ref, blocks[1]} {
+	firstTarget := regexp.MustCompile(`virtual_key: (\S+)`)
+	for i, y := range blocks {
+		if i == 0 {
+			y = strings.Replace(y, "targets:\n  - virtual_key: openai\n", "targets:\n  - virtual_key: openai\n    provider: openai\n", 1)
+		}
+		if !strings.Contains(y, "strategy:") {
+			// A block of targets and keys alone: routed to its first target.
+			y = "strategy:\n  mode: conditional\n  conditions:\n    - {key: model, value: m, target_key: " +
+				firstTarget.FindStringSubmatch(y)[1] + "}\n" + y
+		}
 		cfg, err := config.Parse("docs/quotas.md", []byte(y), env)
 		if err != nil {
 			t.Fatalf("block %d: %v\n%s", i, err, y)
 		}
-		if cfg.Auth.Keys[0].Limits == (config.Limits{}) {
+		if len(cfg.Auth.Keys) > 0 && !cfg.Auth.Keys[0].Limits.Any() {
 			t.Fatalf("block %d: no limits", i)
 		}
 	}

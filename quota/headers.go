@@ -19,7 +19,8 @@ var (
 )
 
 // SetHeaders sets the rate-limit headers of key s's rates from res (the
-// check just made, admitted or refused) on h: OpenAI's, or Anthropic's
+// check just made, admitted or refused, or the room left beside a request
+// too large ever to fit) on h: OpenAI's, or Anthropic's
 // when anthropic is set. now dates Anthropic's RFC 3339 resets.
 func SetHeaders(h *fasthttp.ResponseHeader, s *Subject, res *Reservation, anthropic bool, now time.Time) {
 	var buf [64]byte
@@ -29,7 +30,8 @@ func SetHeaders(h *fasthttp.ResponseHeader, s *Subject, res *Reservation, anthro
 			continue
 		}
 		remaining, reset := res.Remaining[k], res.Reset[k]
-		if !res.OK {
+		if !res.OK && !res.TooLarge {
+			// (A request too large took nothing: res holds the room left.)
 			remaining = 0
 			if res.Denied == k {
 				reset = res.RetryAfter

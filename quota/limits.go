@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchyard/switchyard/config"
 )
@@ -61,6 +62,10 @@ type Subject struct {
 	local [NumKinds]int64
 	// kinds are the kinds set, in Kind order.
 	kinds []Kind
+	// cacheReads is count_cache_reads: the token kinds count cache reads.
+	cacheReads bool
+	// est is a key's learned estimate (nil for a target).
+	est *estimator
 	// id is the counters' name: "k:"+Name or "t:"+Name.
 	id string
 	// redisKeys[i] is the Redis key of kinds[i]: prefix{id}:suffix, so a
@@ -85,9 +90,49 @@ func (s *Subject) HasRates() bool {
 	return s.Limit[RequestsPerMinute] > 0 || s.Limit[TokensPerMinute] > 0
 }
 
-// newSubject compiles limits l for the named key (target false) or target.
-func newSubject(name string, target bool, l *config.Limits, replicas int, prefix string) *Subject {
-	s := &Subject{Name: name, Target: target}
+// CountsCacheReads reports whether the subject's token limits count cache
+// reads (its count_cache_reads).
+func (s *Subject) CountsCacheReads() bool { return s.cacheReads }
+
+// tooLarge reports the token limit, tokens_per_minute then tokens_per_day,
+// whose whole capacity is smaller than a reservation of tokens: such a
+// request can never fit (docs/quotas.md, Cached tokens).
+func (s *Subject) tooLarge(tokens int64) (Kind, bool) {
+	for _, k := range [...]Kind{TokensPerMinute, TokensPerDay} {
+		if lim := s.Limit[k]; lim > 0 && tokens > lim {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// peekRates returns, without taking anything, what the subject's rates
+// hold now and the time until each is full, as this replica sees them:
+// the memory store's counters, or the local mirror of the shared store's
+// last answer (a subject it has not checked yet reads as full).
+func (s *Subject) peekRates(now time.Time) (left [2]int64, full [2]time.Duration) {
+	c := s.mem
+	if c == nil {
+		c = s.loc
+	}
+	ns := now.UnixNano()
+	for k := RequestsPerMinute; k <= TokensPerMinute; k++ {
+		if s.Limit[k] <= 0 {
+			continue
+		}
+		var tat int64
+		if c != nil {
+			tat = c.c[k].Load()
+		}
+		left[k], full[k] = bucketRoom(tat, s.Limit[k], ns)
+	}
+	return left, full
+}
+
+// newSubject compiles limits l for the named key (target false) or target;
+// cacheReads is its count_cache_reads.
+func newSubject(name string, target bool, l *config.Limits, cacheReads bool, replicas int, prefix string) *Subject {
+	s := &Subject{Name: name, Target: target, cacheReads: cacheReads}
 	s.Limit[RequestsPerMinute] = l.RequestsPerMinute
 	s.Limit[TokensPerMinute] = l.TokensPerMinute
 	s.Limit[TokensPerDay] = l.TokensPerDay
@@ -138,11 +183,20 @@ func usdToMicro(usd float64) int64 {
 	return int64(math.Round(usd * MicroUSD))
 }
 
-// Price is a model's price in micro-USD per 1M tokens, i.e. USD per token.
-type Price struct{ In, Out float64 }
+// Price is a model's price in micro-USD per token (USD per 1M tokens), per
+// part of the usage: uncached input, output, cache reads and cache writes
+// (docs/quotas.md, Cached tokens).
+type Price struct{ In, Out, CacheRead, CacheWrite float64 }
 
-// Spend returns the cost in micro-USD of prompt and completion tokens at
-// p, rounded up (spend is never under-counted).
-func (p Price) Spend(prompt, completion int64) int64 {
-	return int64(math.Ceil(float64(prompt)*p.In + float64(completion)*p.Out))
+// priceOf compiles a configured price: a cache price not given is the
+// input price.
+func priceOf(p config.Price) Price {
+	return Price{In: p.Input, Out: p.Output, CacheRead: p.CacheReadUSD(), CacheWrite: p.CacheWriteUSD()}
+}
+
+// Spend returns the cost in micro-USD of usage u at p, rounded up (spend
+// is never under-counted).
+func (p Price) Spend(u *Usage) int64 {
+	return int64(math.Ceil(float64(u.Input)*p.In + float64(u.CacheRead)*p.CacheRead +
+		float64(u.CacheWrite)*p.CacheWrite + float64(u.Output)*p.Out))
 }

@@ -98,6 +98,11 @@ type Reservation struct {
 	Unavailable bool
 	// Denied is the limit that refused, when !OK and !Unavailable.
 	Denied Kind
+	// TooLarge: the request reserves more than Denied's whole capacity,
+	// so it can never fit (no RetryAfter); Requested is that reservation.
+	// Nothing was asked of the store.
+	TooLarge  bool
+	Requested int64
 	// RetryAfter is how long until the request would fit, when !OK.
 	RetryAfter time.Duration
 	// Remaining and Reset are, for the rates (RequestsPerMinute,

@@ -24,7 +24,7 @@ func TestMemoryCheckAllocs(t *testing.T) {
 		if _, ok := r.Enter("openai"); !ok {
 			t.Fatal("member refused")
 		}
-		r.Finish("openai", true, 10, 20, true, now)
+		r.Finish("openai", true, Usage{Input: 10, Output: 20, Known: true}, now)
 	})
 	if n != 0 {
 		t.Fatalf("%v allocations per check; want 0", n)

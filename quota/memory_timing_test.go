@@ -20,7 +20,7 @@ func BenchmarkMemoryCheck(b *testing.B) {
 			if !r.Begin(p, "acme", body, model, now) {
 				b.Fatal("refused")
 			}
-			r.Finish("openai", true, 10, 20, true, now)
+			r.Finish("openai", true, Usage{Input: 10, Output: 20, Known: true}, now)
 		}
 	})
 }
@@ -40,7 +40,7 @@ func BenchmarkMemoryCheckSerial(b *testing.B) {
 		if !r.Begin(p, "acme", body, model, now) {
 			b.Fatal("refused")
 		}
-		r.Finish("openai", true, 10, 20, true, now)
+		r.Finish("openai", true, Usage{Input: 10, Output: 20, Known: true}, now)
 	}
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N), "ns/check")
 }

@@ -23,7 +23,7 @@ func newPriceTable(prices map[string]config.Price) *priceTable {
 	t := &priceTable{exact: map[string]Price{}}
 	for m, p := range prices {
 		// USD per 1M tokens is micro-USD per token.
-		pp := Price{In: p.Input, Out: p.Output}
+		pp := priceOf(p)
 		if strings.HasSuffix(m, "*") {
 			t.prefixes = append(t.prefixes, prefixPrice{strings.TrimSuffix(m, "*"), pp})
 		} else {

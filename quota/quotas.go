@@ -54,6 +54,9 @@ type Quotas struct {
 
 	// onFailure is the failure mode of the current Plan (reloadable).
 	onFailure atomic.Uint32
+	// estimators are the keys' learned ratios (estimate.go), kept across
+	// plans like the counters.
+	estimators estimators
 	// down is set while the shared store is failing; probing is set while
 	// a goroutine probes it.
 	down, probing atomic.Bool
@@ -239,11 +242,15 @@ func redactErr(err error) string {
 // for concurrent use. Counters are the Quotas', so a Plan built on reload
 // continues the previous one's.
 type Plan struct {
-	q        *Quotas
-	keys     map[string]*Subject
-	targets  map[string]*Subject
-	prices   map[string]*priceTable
-	estimate int64
+	q       *Quotas
+	keys    map[string]*Subject
+	targets map[string]*Subject
+	prices  map[string]*priceTable
+	// batchPrices are the targets' batch_prices (quota/batch.go).
+	batchPrices map[string]*priceTable
+	estimate    int64
+	// estimates are the learned ratios of every configured key, by name.
+	estimates map[string]*estimator
 	// targetLimits is true when some target has limits.
 	targetLimits bool
 }
@@ -268,7 +275,7 @@ func (q *Quotas) Plan(cfg *config.Config) *Plan {
 		prefix = config.DefaultKeyPrefix
 	}
 	p := &Plan{q: q, keys: map[string]*Subject{}, targets: map[string]*Subject{}, prices: map[string]*priceTable{},
-		estimate: int64(qc.CompletionEstimate)}
+		estimate: int64(qc.CompletionEstimate), estimates: map[string]*estimator{}}
 	if p.estimate <= 0 {
 		p.estimate = config.DefaultCompletionEstimate
 	}
@@ -284,16 +291,20 @@ func (q *Quotas) Plan(cfg *config.Config) *Plan {
 	}
 	for i := range cfg.Auth.Keys {
 		k := &cfg.Auth.Keys[i]
+		est := q.estimators.get(k.Name)
+		p.estimates[k.Name] = est
 		if k.Limits.Any() {
-			s := newSubject(k.Name, false, &k.Limits, qc.Replicas, prefix)
+			s := newSubject(k.Name, false, &k.Limits, k.CountsCacheReads(), qc.Replicas, prefix)
+			s.est = est
 			attach(s)
 			p.keys[k.Name] = s
 		}
 	}
+	q.estimators.prune(p.estimates)
 	for i := range cfg.Targets {
 		t := &cfg.Targets[i]
 		if t.Limits.Any() {
-			s := newSubject(t.VirtualKey, true, &t.Limits, qc.Replicas, prefix)
+			s := newSubject(t.VirtualKey, true, &t.Limits, t.CountsCacheReads(), qc.Replicas, prefix)
 			attach(s)
 			p.targets[t.VirtualKey] = s
 			p.targetLimits = true
@@ -302,6 +313,7 @@ func (q *Quotas) Plan(cfg *config.Config) *Plan {
 			p.prices[t.VirtualKey] = newPriceTable(t.Prices)
 		}
 	}
+	p.compileBatchPrices(cfg)
 	if q.mem != nil {
 		q.mem.prune(keep)
 	}
@@ -313,6 +325,16 @@ func (q *Quotas) Plan(cfg *config.Config) *Plan {
 
 // Key returns key name's limits; nil when it has none.
 func (p *Plan) Key(name string) *Subject { return p.keys[name] }
+
+// EstimateRatio returns key name's learned estimate ratio (estimate.go)
+// in this process; ok is false for a name the configuration has no key of.
+func (p *Plan) EstimateRatio(name string) (ratio float64, ok bool) {
+	e := p.estimates[name]
+	if e == nil {
+		return 0, false
+	}
+	return e.Ratio(), true
+}
 
 // Target returns target name's limits; nil when it has none.
 func (p *Plan) Target(name string) *Subject { return p.targets[name] }

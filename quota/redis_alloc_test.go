@@ -47,7 +47,7 @@ func TestRedisCheckAllocs(t *testing.T) {
 // settlement loop formats it.
 func TestRedisSettleAllocs(t *testing.T) {
 	cfg := testConfig(t, "", "      limits: {requests_per_minute: 1000, tokens_per_minute: 100000, tokens_per_day: 1000000, spend_per_day_usd: 10, spend_per_month_usd: 100}", "")
-	s := newSubject("acme", false, &cfg.Auth.Keys[0].Limits, 1, "p:")
+	s := newSubject("acme", false, &cfg.Auth.Keys[0].Limits, false, 1, "p:")
 	r := newRedis(nil, time.Second) // no loop: the test drains the queue
 	res := Reservation{OK: true, day: 20000, month: 24000}
 	res.held[TokensPerMinute], res.held[TokensPerDay] = 500, 500

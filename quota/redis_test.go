@@ -56,7 +56,7 @@ func check(p *Plan, key string) (Reservation, bool) {
 	var r Request
 	ok := r.Begin(p, key, []byte(`{"model":"gpt-4o","max_tokens":10}`), []byte("gpt-4o"), time.Now())
 	res := *r.Key()
-	r.Finish("openai", ok, 5, 5, true, time.Now())
+	r.Finish("openai", ok, Usage{Input: 5, Output: 5, Known: true}, time.Now())
 	return res, ok
 }
 
@@ -100,7 +100,7 @@ func TestRedisOneRoundTripPerCheck(t *testing.T) {
 		if !r.Begin(p, "acme", []byte(`{"model":"gpt-4o"}`), []byte("gpt-4o"), time.Now()) {
 			t.Fatal("refused")
 		}
-		r.Finish("", false, 0, 0, false, time.Now()) // refund: settled off the path
+		r.Finish("", false, Usage{}, time.Now()) // refund: settled off the path
 	}
 	if got := q.Redis().Calls() - before; got != n {
 		t.Fatalf("%d store calls for %d checks; want one each", got, n)
@@ -146,7 +146,7 @@ func TestRedisSettlement(t *testing.T) {
 	if got := r.Key().Remaining[TokensPerMinute]; got < 885 || got > 891 {
 		t.Fatalf("remaining after reserving 109: %d", got)
 	}
-	r.Finish("openai", true, 300, 400, true, time.Now()) // used 700: charged 591 more
+	r.Finish("openai", true, Usage{Input: 300, Output: 400, Known: true}, time.Now()) // used 700: charged 591 more
 	waitSettled(t, q)
 	var r2 Request
 	if !r2.Begin(p, "acme", []byte(`{"model":"gpt-4o","max_tokens":100}`), []byte("gpt-4o"), time.Now()) {
@@ -155,13 +155,13 @@ func TestRedisSettlement(t *testing.T) {
 	if got := r2.Key().Remaining[TokensPerMinute]; got < 185 || got > 195 {
 		t.Fatalf("remaining after 700 used and 109 reserved: %d; want about 191", got)
 	}
-	r2.Finish("", false, 0, 0, false, time.Now()) // refund
+	r2.Finish("", false, Usage{}, time.Now()) // refund
 	waitSettled(t, q)
 	var r3 Request
 	if !r3.Begin(p, "acme", body, []byte("gpt-4o"), time.Now()) || r3.Key().Remaining[TokensPerMinute] < 185 {
 		t.Fatalf("the refund did not come back: remaining %d", r3.Key().Remaining[TokensPerMinute])
 	}
-	r3.Finish("", false, 0, 0, false, time.Now())
+	r3.Finish("", false, Usage{}, time.Now())
 }
 
 // TestRedisPassword: a password-protected Redis works with the URL's
@@ -375,7 +375,7 @@ func TestRedisSettlementBatched(t *testing.T) {
 		t.Fatal("refused")
 	}
 	res := *r.Key()
-	r.Finish("", false, 0, 0, false, time.Now())
+	r.Finish("", false, Usage{}, time.Now())
 	waitSettled(t, q)
 	before, writes := q.Redis().settleCalls.Load(), hsetCalls(srv)
 	for i := 0; i < 500; i++ {
@@ -480,7 +480,7 @@ func TestRedisSettlementAfterScriptFlush(t *testing.T) {
 		t.Fatal("refused")
 	}
 	res := *r.Key()
-	r.Finish("", false, 0, 0, false, time.Now())
+	r.Finish("", false, Usage{}, time.Now())
 	waitSettled(t, q)
 	srv.Do("SCRIPT", "FLUSH")
 	for i := 0; i < 10; i++ {

@@ -41,7 +41,7 @@ func BenchmarkRedisCheck(b *testing.B) {
 			if !r.Begin(p, "acme", body, model, now) {
 				b.Fatal("refused")
 			}
-			r.Finish("openai", true, 10, 20, true, now)
+			r.Finish("openai", true, Usage{Input: 10, Output: 20, Known: true}, now)
 		}
 	})
 	// Wait for the settlements queued by the last checks, so their cost

@@ -237,7 +237,11 @@ quotas:
 	if other.Load() != 0 {
 		t.Errorf("%d answers neither 200 nor 429", other.Load())
 	}
-	if d := time.Duration(slowest.Load()); d > 3*time.Second {
+	// A request that waited out the stall would take 6 s or more. The
+	// bound leaves room for the known redial case (timeout plus rueidis's
+	// closing PING, about 1.3 s; docs/quotas.md) on a loaded machine,
+	// where it took 3.4 s.
+	if d := time.Duration(slowest.Load()); d > 5*time.Second {
 		t.Errorf("a request took %s with the store stalled (timeout 250ms)", d)
 	}
 	// Each switch is logged once: every failure line has its recovery line.

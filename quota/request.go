@@ -1,7 +1,7 @@
 package quota
 
 import (
-	"bytes"
+	"strconv"
 	"time"
 )
 
@@ -16,8 +16,13 @@ type Request struct {
 	keyRes Reservation
 	// keyName labels spend metrics ("" without auth).
 	keyName string
-	tokens  int64
-	model   []byte
+	// tokens is the reservation; quarter is ceil(body bytes / 4), what
+	// the key's estimator learns against (est; nil: no key).
+	tokens, quarter int64
+	est             *estimator
+	// keyCacheReads is the key's count_cache_reads.
+	keyCacheReads bool
+	model         []byte
 
 	member    *Subject
 	memberRes Reservation
@@ -25,7 +30,8 @@ type Request struct {
 	memberName string
 	price      Price
 	priced     bool
-	// minWait is the shortest wait among members skipped for quota.
+	// minWait is the shortest wait among members skipped for quota; -1
+	// when none had one (none skipped, or each too small for the request).
 	minWait time.Duration
 	// storeDown: a member was skipped because the store failed (deny).
 	storeDown bool
@@ -38,19 +44,34 @@ func (r *Request) StoreDown() bool { return r.storeDown }
 // Begin starts r for a request of client key keyName (its name; "" without
 // auth) with body on plan p, reserving on the key's limits at now (the
 // request's arrival: the hot path passes the time fasthttp read for it, so
-// the check reads no clock). model must
-// stay valid until the walk ends. It reports whether the request may go
-// on; when not, Key() holds the refusal (Unavailable, or Denied and
-// RetryAfter). A nil p makes r inactive.
+// the check reads no clock). The reservation is the key's learned
+// estimate (estimate.go). model must stay valid until the walk ends. It
+// reports whether the request may go on; when not, Key() holds the
+// refusal (Unavailable, TooLarge, or Denied and RetryAfter). A nil p makes
+// r inactive.
 func (r *Request) Begin(p *Plan, keyName string, body, model []byte, now time.Time) bool {
 	*r = Request{plan: p, keyName: keyName, model: model, minWait: -1}
 	if p == nil {
 		return true
 	}
-	r.tokens = Estimate(body, p.estimate)
 	s := p.keys[keyName]
+	if s != nil {
+		r.est = s.est // one map lookup for a key with limits
+	} else {
+		r.est = p.estimates[keyName]
+	}
+	r.quarter = bodyQuarter(len(body))
+	r.tokens = estimateAt(body, p.estimate, r.est.ratio())
 	if s == nil {
 		return true
+	}
+	r.keyCacheReads = s.cacheReads
+	if k, ok := s.tooLarge(r.tokens); ok {
+		// It can never fit: refused at once, without asking the store.
+		r.keyRes = Reservation{Denied: k, TooLarge: true, Requested: r.tokens}
+		r.keyRes.Remaining, r.keyRes.Reset = s.peekRates(now)
+		p.q.metrics.rejected(keyName, k)
+		return false
 	}
 	r.key = s
 	p.q.reserve(s, r.tokens, &r.keyRes, now)
@@ -62,6 +83,22 @@ func (r *Request) Begin(p *Plan, keyName string, body, model []byte, now time.Ti
 		return false
 	}
 	return true
+}
+
+// Tokens returns the tokens the request reserves (its estimate).
+func (r *Request) Tokens() int64 { return r.tokens }
+
+// TooLargeMessage describes a refusal of Key().TooLarge as OpenAI's
+// "Request too large" does: the limit, its size and the reservation.
+func (r *Request) TooLargeMessage() string {
+	res := &r.keyRes
+	limit := int64(0)
+	if s := r.plan.keys[r.keyName]; s != nil {
+		limit = s.Limit[res.Denied]
+	}
+	return "request too large for this key's " + res.Denied.String() + ": limit " + strconv.FormatInt(limit, 10) +
+		", requested " + strconv.FormatInt(res.Requested, 10) +
+		" (the estimated input tokens plus the completion tokens reserved); send a smaller request or a lower max_tokens"
 }
 
 // Key returns the key's reservation (its refusal, after Begin said no).
@@ -87,8 +124,9 @@ func (r *Request) Limits() *Subject {
 
 // Enter is called by the walk when it reaches chain member target: it
 // gives back what the previous member held (that attempt failed) and
-// reserves on target's limits. ok false: skip the member; wait is how long
-// until it has room.
+// reserves on target's limits. ok false: skip the member; wait is the
+// soonest a member skipped so far has room, -1 when none ever will (each
+// one's token limit is smaller than the request).
 func (r *Request) Enter(target string) (wait time.Duration, ok bool) {
 	if r.plan == nil {
 		return 0, true
@@ -104,6 +142,13 @@ func (r *Request) Enter(target string) (wait time.Duration, ok bool) {
 	s := r.plan.targets[target]
 	if s == nil {
 		return 0, true
+	}
+	if k, ok := s.tooLarge(r.tokens); ok {
+		// Its own token limit is smaller than the request: it never has
+		// room for it. Skipped like a member without room, with no wait
+		// of its own (see minWait).
+		r.plan.q.metrics.skipped(target, k)
+		return r.minWait, false
 	}
 	r.plan.q.reserve(s, r.tokens, &r.memberRes, now)
 	if !r.memberRes.OK {
@@ -134,12 +179,14 @@ func (r *Request) releaseMember(now time.Time) {
 }
 
 // Finish settles r once the answer is complete: target is the member that
-// answered ("" = none), ok whether it succeeded, and prompt/completion its
-// usage (known false: none reported, so the tokens reserved stand). A
-// failed request refunds everything. now is the answer's end (the hot path
-// passes the walk's last clock reading). It returns the spend in micro-USD
-// (-1 when unknown) and leaves r inactive; later calls do nothing.
-func (r *Request) Finish(target string, ok bool, prompt, completion int64, known bool, now time.Time) (spend int64) {
+// answered ("" = none), ok whether it succeeded, and u its usage (not
+// Known: none reported, so the tokens reserved stand). Each limit is
+// settled to the tokens it counts (its subject's count_cache_reads), and
+// the key's estimator learns from the answer. A failed request refunds
+// everything. now is the answer's end (the hot path passes the walk's last
+// clock reading). It returns the spend in micro-USD (-1 when unknown) and
+// leaves r inactive; later calls do nothing.
+func (r *Request) Finish(target string, ok bool, u Usage, now time.Time) (spend int64) {
 	spend = -1
 	if r.plan == nil {
 		return spend
@@ -152,19 +199,23 @@ func (r *Request) Finish(target string, ok bool, prompt, completion int64, known
 		*r = Request{}
 		return spend
 	}
-	tokens := int64(-1)
-	if known {
-		tokens = prompt + completion
-		if r.priced && target == r.memberName {
-			spend = r.price.Spend(prompt, completion)
+	keyTokens, memberTokens := int64(-1), int64(-1)
+	if u.Known {
+		keyTokens = u.counted(r.keyCacheReads)
+		if r.member != nil {
+			memberTokens = u.counted(r.member.cacheReads)
 		}
+		if r.priced && target == r.memberName {
+			spend = r.price.Spend(&u)
+		}
+		r.est.learn(u.countedInput(r.keyCacheReads), r.quarter)
 	}
 	s := max(spend, 0)
 	if r.member != nil {
-		r.plan.q.settle(r.member, &r.memberRes, tokens, s, false, now)
+		r.plan.q.settle(r.member, &r.memberRes, memberTokens, s, false, now)
 	}
 	if r.key != nil {
-		r.plan.q.settle(r.key, &r.keyRes, tokens, s, false, now)
+		r.plan.q.settle(r.key, &r.keyRes, keyTokens, s, false, now)
 	}
 	if spend > 0 {
 		r.plan.q.metrics.spent(r.keyName, target, spend)
@@ -175,59 +226,3 @@ func (r *Request) Finish(target string, ok bool, prompt, completion int64, known
 
 // Active reports whether r holds anything to settle.
 func (r *Request) Active() bool { return r.plan != nil }
-
-// Estimate returns the tokens reserved before the call (docs/quotas.md):
-// ceil(len(body)/4) plus the smallest of the body's max_tokens,
-// max_completion_tokens or max_output_tokens and completion, or completion
-// when it names none. The names are found with one byte search for
-// `"max_`, so a nested member of the same name may be read instead;
-// settlement corrects any difference.
-func Estimate(body []byte, completion int64) int64 {
-	n := (int64(len(body)) + 3) / 4
-	c := completion
-	for off := 0; off < len(body); {
-		i := bytes.Index(body[off:], maxPrefix)
-		if i < 0 {
-			break
-		}
-		j := off + i + len(maxPrefix)
-		off = j
-		for _, name := range maxTokenNames {
-			if bytes.HasPrefix(body[j:], name) {
-				if v, ok := valueAfter(body, j+len(name)); ok && v < c {
-					c = v
-				}
-				break
-			}
-		}
-	}
-	return n + max(c, 0)
-}
-
-var (
-	maxPrefix     = []byte(`"max_`)
-	maxTokenNames = [...][]byte{[]byte(`tokens"`), []byte(`completion_tokens"`), []byte(`output_tokens"`)}
-)
-
-// valueAfter reads `: <integer>` at body[j:].
-func valueAfter(body []byte, j int) (int64, bool) {
-	for j < len(body) && isSpace(body[j]) {
-		j++
-	}
-	if j >= len(body) || body[j] != ':' {
-		return 0, false
-	}
-	j++
-	for j < len(body) && isSpace(body[j]) {
-		j++
-	}
-	var v int64
-	k := j
-	for k < len(body) && body[k] >= '0' && body[k] <= '9' && v < 1<<40 {
-		v = v*10 + int64(body[k]-'0')
-		k++
-	}
-	return v, k > j
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

@@ -21,8 +21,8 @@ func sseServer(events int, data []byte) *fasthttp.Server {
 		rc.SetBodyStreamWriter(func(w *bufio.Writer) {
 			for range events {
 				w.WriteString("event: response.output_text.delta\ndata: ") //nolint:errcheck
-				w.Write(data)                                             //nolint:errcheck
-				w.WriteString("\n\n")                                     //nolint:errcheck
+				w.Write(data)                                              //nolint:errcheck
+				w.WriteString("\n\n")                                      //nolint:errcheck
 				if w.Flush() != nil {
 					return
 				}

@@ -30,6 +30,15 @@ import (
 // target outside the key's labels, every representative that rule can
 // match, and reports an Escape when that rule wins and such a target
 // serves the model and surface.
+//
+// Stored batches (docs/batches.md) are covered by the same search: each
+// request inside an uploaded file or a message batch routes as the request
+// it describes (its surface, model and fields, the key's bindings), and
+// the members it may be stored on are those of that rule's chain that
+// serve the model and the surface and take the surface in a batch
+// (TargetSpec.Batch, which Compile holds to a subset of Surfaces). A batch
+// therefore reaches only targets a request of its surface can reach, and
+// every id the gateway hands out is bound to the target that took it.
 
 // Witness is a concrete request a client sends: the fields it chooses. The
 // key's bindings (user, metadata) apply on top of it, as in Bind.

@@ -74,6 +74,9 @@ func Compile(rules []RuleSpec, targets []TargetSpec, created int64) (*Snapshot, 
 		s.first[k] = noRule
 	}
 	for t, ts := range targets {
+		if ts.Batch&^ts.Surfaces != 0 {
+			return nil, fmt.Errorf("router: target %q takes batch requests of a surface it does not serve", ts.Name)
+		}
 		ts.Models = cloneStrings(ts.Models)
 		ts.MappedModels = cloneStrings(ts.MappedModels)
 		s.targets[t] = ts
@@ -244,6 +247,15 @@ func (s *Snapshot) ServesSurface(t int, x Surface) bool {
 		return false
 	}
 	return x < NumSurfaces && s.targets[t].Surfaces.Has(x)
+}
+
+// ServesBatch reports whether target t takes requests of surface x inside
+// a stored batch (TargetSpec.Batch). An out-of-range t takes none.
+func (s *Snapshot) ServesBatch(t int, x Surface) bool {
+	if t < 0 || t >= len(s.targets) {
+		return false
+	}
+	return x < NumSurfaces && s.targets[t].Batch.Has(x)
 }
 
 // Models returns the /v1/models list (docs/api.md, Choices): sorted by ID, no

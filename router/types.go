@@ -111,6 +111,10 @@ type TargetSpec struct {
 	Provider string
 	// Surfaces is the set of surfaces the provider serves.
 	Surfaces SurfaceSet
+	// Batch is the set of surfaces whose requests the target takes inside
+	// a stored batch (docs/batches.md): a subset of Surfaces, so a batch
+	// reaches no target a request of the same surface could not. 0 = none.
+	Batch SurfaceSet
 	// Models holds exact ids and "prefix*" patterns; nil means any model.
 	Models []string
 	// MappedModels holds the keys of the target's model_map: exact ids the

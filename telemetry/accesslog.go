@@ -74,6 +74,9 @@ type Entry struct {
 	// that routed the request; "" when it was refused before the walk.
 	Steps      []Step
 	ConfigHash string
+	// Batch names the batch API call the record is for (its API is then
+	// the record's surface); the zero value: not one.
+	Batch BatchCall
 	// DroppedTools names the hosted tools a translation dropped (the
 	// answer's X-Gateway-Dropped-Tools header, comma-separated; written
 	// truncated to MaxDroppedToolsBytes); nil = none. A socket's responses
@@ -121,8 +124,10 @@ func NewAccessLog(l zerolog.Logger) *AccessLog {
 // routed, or the index; always a string so the field has one type), chain (array of target names),
 // target, attempts, status, outcome (the class name), stream, latency_ms
 // and, for streams, ttfb_ms (milliseconds, microsecond precision); then,
-// when known, key (the client key's name), prompt_tokens,
-// completion_tokens, trace_id and dropped_tools. It does not allocate.
+// when known, key (the client key's name), the usage (prompt_tokens, the
+// whole input, and its parts input_tokens (uncached), cache_read_tokens
+// and cache_write_tokens; completion_tokens, the output), trace_id and
+// dropped_tools. It does not allocate.
 func (a *AccessLog) Log(e *Entry) {
 	if a == nil || e == nil {
 		return
@@ -133,9 +138,17 @@ func (a *AccessLog) Log(e *Entry) {
 	}
 	model, cut := truncateUTF8(e.Model, MaxModelBytes)
 	reqID, _ := truncateUTF8(e.RequestID, MaxRequestIDBytes)
+	surface := surfaceLabel(e.Surface)
+	if e.Batch.API != "" {
+		surface = e.Batch.API
+	}
 	ev.Bytes("request_id", reqID).
-		Str("surface", surfaceLabel(e.Surface)).
+		Str("surface", surface).
 		Bytes("model", model)
+	if e.Batch.API != "" {
+		id, _ := truncateUTF8(e.Batch.ID, MaxRequestIDBytes)
+		ev.Str("operation", e.Batch.Op).Bytes("object_id", id)
+	}
 	if cut {
 		ev.Bool("model_truncated", true)
 	}
@@ -161,8 +174,11 @@ func (a *AccessLog) Log(e *Entry) {
 	if e.Key != "" {
 		ev.Str("key", e.Key)
 	}
-	if e.Usage.HasPrompt {
-		ev.Int64("prompt_tokens", e.Usage.Prompt)
+	if u := &e.Usage; u.HasPrompt {
+		ev.Int64("prompt_tokens", u.Prompt).
+			Int64("input_tokens", u.Input()).
+			Int64("cache_read_tokens", u.CacheRead).
+			Int64("cache_write_tokens", u.CacheWrite)
 	}
 	if e.Usage.HasCompletion {
 		ev.Int64("completion_tokens", e.Usage.Completion)

@@ -58,7 +58,7 @@ func TestAccessLogFields(t *testing.T) {
 		Stream:    true,
 		Class:     upstream.ClassOK,
 		Key:       "acme-prod",
-		Usage:     upstream.Usage{Prompt: 12, Completion: 0, HasPrompt: true, HasCompletion: true},
+		Usage:     upstream.Usage{Prompt: 12, CacheRead: 7, CacheWrite: 2, Completion: 0, HasPrompt: true, HasCompletion: true},
 		TraceID:   []byte("4bf92f3577b34da6a3ce929d0e0e4736"),
 	})
 	a.Log(&Entry{
@@ -92,12 +92,14 @@ func TestAccessLogFields(t *testing.T) {
 		"request_id": "req-1", "surface": "chat", "model": "claude-3-5-sonnet", "rule": "2",
 		"chain": []any{"anthropic", "bedrock"}, "target": "bedrock", "attempts": 3.0, "status": 200.0,
 		"outcome": "ok", "stream": true, "latency_ms": 1234.567, "ttfb_ms": 250.5,
-		"key": "acme-prod", "prompt_tokens": 12.0, "completion_tokens": 0.0,
-		"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+		"key": "acme-prod", "prompt_tokens": 12.0, "input_tokens": 3.0, "cache_read_tokens": 7.0, "cache_write_tokens": 2.0,
+		"completion_tokens": 0.0,
+		"trace_id":          "4bf92f3577b34da6a3ce929d0e0e4736",
 	}, {
 		"request_id": "req-2", "surface": "embeddings", "model": "text-embedding-3-small", "rule": "fallback",
 		"chain": []any{"openai"}, "target": "openai", "attempts": 1.0, "status": 502.0,
 		"outcome": "server", "stream": false, "latency_ms": 80.0, "prompt_tokens": 8.0,
+		"input_tokens": 8.0, "cache_read_tokens": 0.0, "cache_write_tokens": 0.0,
 	}, {
 		"request_id": "", "surface": "images", "model": "", "rule": "0",
 		"chain": []any{}, "target": "", "attempts": 0.0, "status": 404.0,

@@ -10,7 +10,7 @@ import (
 var familyHelp = map[string]string{
 	famRequests:    "API requests answered, by surface and HTTP status.",
 	famKeyRequests: "API requests answered, by client key name (empty without auth) and HTTP status.",
-	famTokens:      "Tokens reported in the usage of successful answers, by target, client key name (empty without auth) and kind (prompt, completion).",
+	famTokens:      "Tokens reported in the usage of successful answers, by target, client key name (empty without auth) and kind (input: uncached input, cache_read, cache_write, output).",
 	famAttempts:    "Upstream calls made, by target and outcome.",
 	famDuration:    "Duration of each upstream call in seconds (for a stream: until its first event), by target.",
 	famFailovers:   "Times the walk left a target for the next chain member, by target and the failure's class.",
@@ -28,6 +28,8 @@ var familyHelp = map[string]string{
 	famPanics:      "Panics recovered while serving a request (a gateway bug).",
 	famDiscards:    "Pooled upstream connections dropped before reuse, nothing written to them.",
 	famTokenFail:   "Failed OAuth access token fetches of the target's credentials (azure with Entra ID, vertex).",
+	famBatchCalls:  "Batch API calls (files, batches, message_batches) answered, by client key name, target and operation (api.op).",
+	famBatchOwned:  "File and batch ids each client key owns, by kind (file, batch, message_batch), as the tenancy store counts them.",
 }
 
 // otherHelp is the # HELP text of the process and Go runtime families,

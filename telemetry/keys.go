@@ -11,10 +11,17 @@ import (
 	"github.com/switchyard/switchyard/upstream"
 )
 
-// Token kinds, the values of switchyard_tokens_total's kind label.
+// Token kinds, the values of switchyard_tokens_total's kind label: the
+// four parts of a usage (docs/quotas.md, Cached tokens), in tokenSeries
+// order.
+var tokenKinds = [numTokenKinds]string{"input", "cache_read", "cache_write", "output"}
+
 const (
-	kindPrompt     = "prompt"
-	kindCompletion = "completion"
+	kindInput = iota
+	kindCacheRead
+	kindCacheWrite
+	kindOutput
+	numTokenKinds
 )
 
 // nameMap maps names to *V: lock-free reads of a map published through an
@@ -101,8 +108,8 @@ type keySeries struct {
 // tokenSeries holds switchyard_tokens_total of one (target, key) pair; each
 // kind's counter is created with its first count.
 type tokenSeries struct {
-	key                string
-	prompt, completion atomic.Pointer[metrics.Counter]
+	key   string
+	kinds [numTokenKinds]atomic.Pointer[metrics.Counter]
 }
 
 // Finished records one finished request (a hotpath Finished record): it
@@ -112,6 +119,10 @@ type tokenSeries struct {
 // key and kind. It does not allocate once the series it touches exist.
 func (m *Metrics) Finished(e *Entry) {
 	if e == nil {
+		return
+	}
+	if e.Batch.API != "" {
+		m.batchFinished(e)
 		return
 	}
 	m.Request(e.Surface, e.Status)
@@ -157,17 +168,30 @@ func (m *Metrics) keyRequest(key string, status int) {
 }
 
 // Tokens adds u (the counts it has) to switchyard_tokens_total of target
-// and client key key ("" = no key). It does not allocate once the series
-// exist.
+// and client key key ("" = no key), by kind: uncached input, cache reads
+// and cache writes when the input is known, output when it is. The cache
+// kinds' series appear with their first non-zero count (a provider without
+// a cache never shows them). It does not allocate once the series exist.
 func (m *Metrics) Tokens(target, key string, u upstream.Usage) {
 	s := m.target(target)
 	ts := s.tokens.get(key, func(name string) *tokenSeries { return &tokenSeries{key: name} })
 	if u.HasPrompt {
-		m.tokenCounter(s, ts, &ts.prompt, kindPrompt).AddInt64(u.Prompt)
+		m.addTokens(s, ts, kindInput, u.Input())
+		if u.CacheRead != 0 || ts.kinds[kindCacheRead].Load() != nil {
+			m.addTokens(s, ts, kindCacheRead, u.CacheRead)
+		}
+		if u.CacheWrite != 0 || ts.kinds[kindCacheWrite].Load() != nil {
+			m.addTokens(s, ts, kindCacheWrite, u.CacheWrite)
+		}
 	}
 	if u.HasCompletion {
-		m.tokenCounter(s, ts, &ts.completion, kindCompletion).AddInt64(u.Completion)
+		m.addTokens(s, ts, kindOutput, u.Completion)
 	}
+}
+
+// addTokens adds n tokens of kind to ts.
+func (m *Metrics) addTokens(s *targetSeries, ts *tokenSeries, kind int, n int64) {
+	m.tokenCounter(s, ts, &ts.kinds[kind], tokenKinds[kind]).AddInt64(n)
 }
 
 // tokenCounter returns the counter *p of kind for ts, creating it on first
@@ -199,11 +223,10 @@ func tokenSeriesName(target, key, kind string) string {
 // (it is also the lock of s.tokens).
 func (m *Metrics) dropTokenSeriesLocked(s *targetSeries) {
 	s.tokens.rangeLocked(func(ts *tokenSeries) {
-		if ts.prompt.Load() != nil {
-			m.set.UnregisterMetric(tokenSeriesName(s.name, ts.key, kindPrompt))
-		}
-		if ts.completion.Load() != nil {
-			m.set.UnregisterMetric(tokenSeriesName(s.name, ts.key, kindCompletion))
+		for k := range ts.kinds {
+			if ts.kinds[k].Load() != nil {
+				m.set.UnregisterMetric(tokenSeriesName(s.name, ts.key, tokenKinds[k]))
+			}
 		}
 	})
 }

@@ -30,6 +30,8 @@ func TestMetricsTokensAndKeyRequests(t *testing.T) {
 	for _, e := range []Entry{
 		{Surface: router.SurfaceChat, Status: 200, Target: "openai", Key: "acme", Usage: both(8, 21)},
 		{Surface: router.SurfaceChat, Status: 200, Target: "openai", Key: "acme", Usage: both(10, 1)},
+		{Surface: router.SurfaceMessages, Status: 200, Target: "bedrock", Key: "acme", // 2 uncached, 90 read, 8 written
+			Usage: upstream.Usage{Prompt: 100, CacheRead: 90, CacheWrite: 8, Completion: 4, HasPrompt: true, HasCompletion: true}},
 		{Surface: router.SurfaceChat, Status: 200, Target: "bedrock", Key: "acme", Usage: both(3, 3)},
 		{Surface: router.SurfaceEmbeddings, Status: 200, Target: "openai", Key: "beta", Usage: upstream.Usage{Prompt: 8, HasPrompt: true}},
 		{Surface: router.SurfaceChat, Status: 200, Target: "openai", Usage: both(1, 2)},                                           // no auth: key ""
@@ -41,19 +43,21 @@ func TestMetricsTokensAndKeyRequests(t *testing.T) {
 		m.Finished(&e)
 	}
 	want := map[string]float64{
-		key(famTokens, "target", "openai", "key", "acme", "kind", "prompt"):      18,
-		key(famTokens, "target", "openai", "key", "acme", "kind", "completion"):  22,
-		key(famTokens, "target", "bedrock", "key", "acme", "kind", "prompt"):     3,
-		key(famTokens, "target", "bedrock", "key", "acme", "kind", "completion"): 3,
-		key(famTokens, "target", "openai", "key", "beta", "kind", "prompt"):      8,
-		key(famTokens, "target", "openai", "key", "", "kind", "prompt"):          1,
-		key(famTokens, "target", "openai", "key", "", "kind", "completion"):      2,
-		key(famKeyRequests, "key", "acme", "status", "200"):                      3,
-		key(famKeyRequests, "key", "acme", "status", "other"):                    1,
-		key(famKeyRequests, "key", "beta", "status", "200"):                      2,
-		key(famKeyRequests, "key", "beta", "status", "502"):                      1,
-		key(famKeyRequests, "key", "", "status", "200"):                          1,
-		key(famKeyRequests, "key", "", "status", "401"):                          1,
+		key(famTokens, "target", "openai", "key", "acme", "kind", "input"):        18,
+		key(famTokens, "target", "openai", "key", "acme", "kind", "output"):       22,
+		key(famTokens, "target", "bedrock", "key", "acme", "kind", "input"):       5,
+		key(famTokens, "target", "bedrock", "key", "acme", "kind", "cache_read"):  90,
+		key(famTokens, "target", "bedrock", "key", "acme", "kind", "cache_write"): 8,
+		key(famTokens, "target", "bedrock", "key", "acme", "kind", "output"):      7,
+		key(famTokens, "target", "openai", "key", "beta", "kind", "input"):        8,
+		key(famTokens, "target", "openai", "key", "", "kind", "input"):            1,
+		key(famTokens, "target", "openai", "key", "", "kind", "output"):           2,
+		key(famKeyRequests, "key", "acme", "status", "200"):                       4,
+		key(famKeyRequests, "key", "acme", "status", "other"):                     1,
+		key(famKeyRequests, "key", "beta", "status", "200"):                       2,
+		key(famKeyRequests, "key", "beta", "status", "502"):                       1,
+		key(famKeyRequests, "key", "", "status", "200"):                           1,
+		key(famKeyRequests, "key", "", "status", "401"):                           1,
 	}
 	diffSeries(t, tokensOf(switchyardSeries(t, scrape(t, m))), want)
 
@@ -92,7 +96,7 @@ func TestMetricsManyKeysConcurrently(t *testing.T) {
 	for i := 0; i < keys; i++ {
 		k := "key-" + strconv.Itoa(i)
 		// Key i is hit by the workers w with (j*7+w)%keys == i for some j.
-		if got[key(famKeyRequests, "key", k, "status", "200")] != got[key(famTokens, "target", "t", "key", k, "kind", "prompt")] {
+		if got[key(famKeyRequests, "key", k, "status", "200")] != got[key(famTokens, "target", "t", "key", k, "kind", "input")] {
 			t.Fatalf("%s: requests and tokens disagree", k)
 		}
 	}

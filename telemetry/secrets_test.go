@@ -173,6 +173,9 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 		// its test that no credential reaches a line). The config hash is
 		// a SHA-256.
 		"Steps []telemetry.Step", "ConfigHash string",
+		// A batch API call's API and operation (constants) and the file or
+		// batch id the provider handed out or the client named.
+		"Batch telemetry.BatchCall",
 		// The tool types a translation dropped, as the gateway's own
 		// X-Gateway-Dropped-Tools header names them (web_search, …):
 		// names from the request's tools array, never a header or a

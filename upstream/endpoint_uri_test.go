@@ -50,7 +50,7 @@ func TestPreparedURIsWriteTheSameRequest(t *testing.T) {
 			}
 			hand := tg.Endpoint.Unprepared()
 			call := &Call{Surface: c.surface, Body: body, Model: []byte("m"), CountTokens: c.count}
-			ad := provider.AdapterOfSurface(tg.Adapter, c.surface)
+			ad, _ := provider.Pick(tg.Adapter, &tg.Endpoint, c.surface, c.count, call.Model)
 			got := writeAttempt(t, tg.client(), ad, &tg.Endpoint, call)
 			want := writeAttempt(t, tg.client(), ad, &hand, call)
 			if !bytes.Equal(got, want) {

@@ -68,6 +68,11 @@ type targetState struct {
 	limiter Limiter
 	// tokens is the identity's OAuth token source; nil = none.
 	tokens *TokenSource
+	// transfer is the identity's client for the batch APIs (transfer.go),
+	// built on first use by newTransfer.
+	transfer    atomic.Pointer[fasthttp.HostClient]
+	transferMu  sync.Mutex
+	newTransfer func() *fasthttp.HostClient
 
 	// Under Pool.mu: the settings the current client was built with.
 	maxConns int
@@ -160,6 +165,7 @@ func (p *Pool) Target(ct *config.Target) (*Target, error) {
 		st = &targetState{id: id}
 		st.breaker.word.Store(1 << 2)
 		st.tokens = newTokenSource(ct, t.secrets)
+		st.newTransfer = func() *fasthttp.HostClient { return p.newTransferClient(u, &st.conns) }
 		p.states[id] = st
 	}
 	t.Endpoint.Token = st.tokens
@@ -188,6 +194,9 @@ func (p *Pool) Retain(ts []*Target) {
 		if !keep[st] {
 			delete(p.states, id)
 			st.client.Load().CloseIdleConnections()
+			if tc := st.transfer.Load(); tc != nil {
+				tc.CloseIdleConnections()
+			}
 			if st.tokens != nil {
 				st.tokens.Stop()
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard/switchyard/internal/byteconv"
 	"github.com/switchyard/switchyard/provider"
+	"github.com/switchyard/switchyard/provider/translate"
 )
 
 // Response headers set by Walk on every proxied response (docs/api.md, HTTP surface and headers). The hot
@@ -51,10 +52,11 @@ type Result struct {
 	// non-streamed answer, without reading the clock again (translating a
 	// success for the client, microseconds, comes after it).
 	End time.Time
-	// Usage is the token usage of a successful answer, as the client
-	// receives it (ReadUsage of the answer; for a stream, the decoder's last
-	// usage event, reported to Observer.StreamEnd of a stream that ended
-	// ClassOK). The zero value: none reported.
+	// Usage is the token usage of a successful answer, read from the
+	// provider's own fields (provider.AnswerUsage of the upstream's body;
+	// for a stream, the decoder's last usage event, reported to
+	// Observer.StreamEnd of a stream that ended ClassOK). The zero value:
+	// none reported.
 	Usage Usage
 	// Fenced is true when the residency guard (Call.Fence) stopped the
 	// walk before calling Target: answered 500 internal_error.
@@ -165,7 +167,8 @@ type walk struct {
 	// minPark is the shortest remaining park among the members skipped as
 	// parked or parked by this walk; -1 = none.
 	minPark time.Duration
-	// quotaWait is the soonest a member skipped for its quota has room.
+	// quotaWait is the soonest a member skipped for its quota has room;
+	// -1 while none will (none skipped, or each too small for the request).
 	quotaWait time.Duration
 	// pending is true while an attempt holds a breaker ticket it has not
 	// reported yet (see attempt).
@@ -202,8 +205,9 @@ func walkWith(rc *fasthttp.RequestCtx, call *Call, chain []*Target, deadline tim
 	// streamed in for seconds since then, and park, breaker and attempt
 	// deadlines need the present.
 	now := clk.now()
-	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1}
+	w := &walk{rc: rc, call: call, deadline: deadline, obs: obs, clk: clk, start: now, now: now, minPark: -1, quotaWait: -1}
 	defer w.releaseGuard()
+	defer call.ReleaseTranslation()
 	w.last.class = ClassCircuitOpen // an empty chain answers 503, like all-open
 	for i, t := range chain {
 		if i > 0 {
@@ -231,6 +235,15 @@ func (w *walk) member(t *Target) bool {
 	if f := w.call.Fence; f != nil && !f.Admits(t.Index) {
 		return w.fenced(t) // the residency guard: never called
 	}
+	// The member's adapter for this surface and model: native, translated
+	// or, for count_tokens, the gateway's own estimate (provider.Pick, as
+	// explain shows it).
+	model := t.UpstreamModel(w.call.Model)
+	ad, _ := provider.Pick(t.Adapter, &t.Endpoint, w.call.Surface, w.call.CountTokens, model)
+	if la, ok := ad.(provider.LocalAnswerer); ok {
+		w.answerLocally(t, la)
+		return true
+	}
 	now := w.now
 	if !now.Before(w.deadline) {
 		w.last = outcome{class: ClassTimeout}
@@ -247,7 +260,7 @@ func (w *walk) member(t *Target) bool {
 	if q := w.call.Quota; q != nil {
 		if wait, ok := q.Enter(t.Name); !ok {
 			w.obs.Skip(t, ClassQuota)
-			if w.last.class != ClassQuota || wait < w.quotaWait {
+			if wait >= 0 && (w.quotaWait < 0 || wait < w.quotaWait) {
 				w.quotaWait = wait // the soonest any skipped member has room
 			}
 			w.last = outcome{class: ClassQuota}
@@ -296,7 +309,7 @@ func (w *walk) member(t *Target) bool {
 				break // opened by our own failures: keep the last failure
 			}
 		}
-		o, committed := w.attempt(t, ticket)
+		o, committed := w.attempt(t, ad, model, ticket)
 		if committed {
 			held = false // the stream writer releases the slot
 			return true
@@ -359,11 +372,11 @@ var (
 	headerAttempts       = []byte(HeaderAttempts)
 )
 
-// attempt makes one upstream call. For a success it writes the answer
-// (committed reports a stream handed to the stream writer, which then owns
-// the slot and the ticket); otherwise it reports the breaker outcome and
-// returns the failure.
-func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
+// attempt makes one upstream call through ad with model, the id sent
+// upstream. For a success it writes the answer (committed reports a stream
+// handed to the stream writer, which then owns the slot and the ticket);
+// otherwise it reports the breaker outcome and returns the failure.
+func (w *walk) attempt(t *Target, ad Adapter, model []byte, ticket Ticket) (o outcome, committed bool) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	w.pending = true
@@ -379,8 +392,6 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 			t.Breaker().Done(ticket, ClassCanceled, w.clk.now())
 		}
 	}()
-	model := t.UpstreamModel(w.call.Model)
-	ad := provider.AdapterOfModel(provider.AdapterOfSurface(t.Adapter, w.call.Surface), model)
 	if err := ad.BuildRequest(req, &t.Endpoint, w.call, model); err != nil {
 		fasthttp.ReleaseRequest(req)
 		if err == ErrNoToken {
@@ -392,11 +403,22 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 			return o, false
 		}
 		// Not an upstream call: the request cannot be expressed for this
-		// provider. A client error, neutral for the breaker.
+		// provider. A client error, neutral for the breaker. A translation
+		// that refuses the body says its status and code.
 		w.pending = false
 		t.Breaker().Done(ticket, ClassClient, w.clk.now())
-		return outcome{class: ClassClient, status: fasthttp.StatusBadRequest,
-			envelope: AppendSurfaceError(nil, w.call.Surface, fasthttp.StatusBadRequest, err.Error(), TypeInvalidRequest, CodeInvalidRequest)}, false
+		status, code := fasthttp.StatusBadRequest, CodeInvalidRequest
+		var te *translate.Error
+		if errors.As(err, &te) {
+			if te.Status >= 400 && te.Status <= 499 {
+				status = te.Status
+			}
+			if te.Code != "" {
+				code = te.Code
+			}
+		}
+		return outcome{class: ClassClient, status: status,
+			envelope: AppendSurfaceError(nil, w.call.Surface, status, err.Error(), TypeInvalidRequest, code)}, false
 	}
 	// Only the request id and the W3C trace context pass from the client;
 	// BuildRequest set everything else, so the client's Authorization,
@@ -512,15 +534,42 @@ func (w *walk) attempt(t *Target, ticket Ticket) (o outcome, committed bool) {
 		return o, false
 	}
 	w.done(t, ticket, outcome{class: ClassOK, status: status}, t0)
-	// The usage the client is told is the usage counted: read from the
-	// translated answer, so every provider is read the same way.
-	w.res.Usage, _ = ReadUsage(out)
+	// The usage counted is read from the provider's own answer, in its own
+	// names (docs/quotas.md, Cached tokens): the client's shape may have
+	// no field for a part of it (cache writes, on chat translated from
+	// Anthropic). The translated answer reports the same numbers.
+	w.res.Usage, _ = provider.AnswerUsage(ad, src)
 	w.rc.Response.SwapBody(t.redact(out))
 	w.rc.SetStatusCode(status)
 	w.rc.SetContentType("application/json")
 	w.res.Status, w.res.Class = status, ClassOK
 	w.headers(t)
+	w.droppedTools(ad)
 	return outcome{class: ClassOK, status: status}, false
+}
+
+// headerDroppedTools names the client's tools a translated member left out
+// (provider.ToolDropper).
+var headerDroppedTools = []byte("X-Gateway-Dropped-Tools")
+
+// droppedTools sets X-Gateway-Dropped-Tools on a success of ad, when ad
+// dropped some of the client's tools from the request it sent.
+func (w *walk) droppedTools(ad Adapter) {
+	if td, ok := ad.(provider.ToolDropper); ok {
+		if v := td.DroppedTools(w.call); len(v) > 0 {
+			w.rc.Response.Header.SetCanonical(headerDroppedTools, v)
+		}
+	}
+}
+
+// answerLocally lets la answer for member t, with no upstream call: no
+// attempt is counted, nothing is billed (the usage is a known zero), and
+// the X-Gateway-* headers name t as for any answer.
+func (w *walk) answerLocally(t *Target, la provider.LocalAnswerer) {
+	la.AnswerLocally(&w.rc.Response, w.call)
+	w.res.Status, w.res.Class = w.rc.Response.StatusCode(), ClassOK
+	w.res.Usage = Usage{HasPrompt: true, HasCompletion: true}
+	w.headers(t)
 }
 
 // done reports an attempt's outcome to the breaker and the observer; w.now
@@ -648,6 +697,12 @@ func (w *walk) fail() {
 		}
 	case ClassQuota:
 		status = fasthttp.StatusTooManyRequests
+		if w.quotaWait < 0 {
+			// Each candidate's own token limit is smaller than the request:
+			// no wait would let it through.
+			body = gateway("the request is larger than the token limit of every candidate target", TypeRateLimit, CodeTargetQuota)
+			break
+		}
 		secs := int64((w.quotaWait + time.Second - 1) / time.Second)
 		rc.Response.Header.SetBytesV(fasthttp.HeaderRetryAfter, strconv.AppendInt(nil, max(secs, 1), 10))
 		body = gateway("every candidate target is out of its own quota", TypeRateLimit, CodeTargetQuota)

@@ -77,6 +77,7 @@ func (w *walk) stream(t *Target, ad Adapter, ticket Ticket, resp *fasthttp.Respo
 		w.res.ResponseID = provider.CreatedResponseID(frame) // its owner is recorded before the client reads it
 	}
 	w.headers(t)
+	w.droppedTools(ad)
 
 	// A client that stops reading (a zero TCP window, which keep-alive
 	// probes do not detect) would block fasthttp's write of the stream for

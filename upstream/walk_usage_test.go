@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -111,7 +112,7 @@ func TestWalkReportsEventStreamUsage(t *testing.T) {
 	responses := []string{
 		"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"usage\":null}}\n\n",
 		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"\\\"usage\\\":{\\\"input_tokens\\\":99}\"}\n\n",
-		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"output\":[{\"content\":[{\"text\":\"\\\"usage\\\":{\\\"input_tokens\\\":99}\"}]}],\"usage\":{\"input_tokens\":11,\"output_tokens\":7,\"total_tokens\":18,\"output_tokens_details\":{\"reasoning_tokens\":2}}}}\n\n",
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"output\":[{\"content\":[{\"text\":\"\\\"usage\\\":{\\\"input_tokens\\\":99}\"}]}],\"usage\":{\"input_tokens\":11,\"input_tokens_details\":{\"cached_tokens\":4},\"output_tokens\":7,\"total_tokens\":18,\"output_tokens_details\":{\"reasoning_tokens\":2}}}}\n\n",
 	}
 	messages := []string{
 		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":5,\"cache_read_input_tokens\":10,\"output_tokens\":1}}}\n\n",
@@ -126,9 +127,12 @@ func TestWalkReportsEventStreamUsage(t *testing.T) {
 		events []string
 		want   Usage
 	}{
-		{"responses", responsesCall(true), false, responses, Usage{Prompt: 11, Completion: 7, HasPrompt: true, HasCompletion: true}},
+		{"responses", responsesCall(true), false, responses, Usage{Prompt: 11, CacheRead: 4, Completion: 7, HasPrompt: true, HasCompletion: true}},
+		{"responses incomplete", responsesCall(true), false, []string{responses[0], responses[1],
+			strings.Replace(strings.ReplaceAll(responses[2], "response.completed", "response.incomplete"), `\"id\":\"r\",`, `\"id\":\"r\",\"status\":\"incomplete\",`, 1)},
+			Usage{Prompt: 11, CacheRead: 4, Completion: 7, HasPrompt: true, HasCompletion: true}},
 		{"responses cut", responsesCall(true), false, responses[:2], Usage{}},
-		{"messages", messagesCall(true), true, messages, Usage{Prompt: 15, Completion: 9, HasPrompt: true, HasCompletion: true}},
+		{"messages", messagesCall(true), true, messages, Usage{Prompt: 15, CacheRead: 10, Completion: 9, HasPrompt: true, HasCompletion: true}},
 		{"messages cut", messagesCall(true), true, messages[:3], Usage{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,6 +152,58 @@ func TestWalkReportsEventStreamUsage(t *testing.T) {
 			streamBody(t, rc)
 			if got := endOf(t, rec).Usage; got != tc.want {
 				t.Fatalf("usage %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// shapeless wraps an adapter and answers the client in a shape without
+// usage, as a client API with no field for a count would: the walk must
+// still count the provider's usage, from the provider's own answer.
+type shapeless struct{ Adapter }
+
+func (shapeless) TranslateResponse(dst, _ []byte, _ *Call) ([]byte, error) {
+	return append(dst, `{"id":"x"}`...), nil
+}
+
+// delegating is shapeless that reads the usage itself (a wrapping adapter
+// delegating to another reader), here a fixed one.
+type delegating struct{ shapeless }
+
+func (delegating) AnswerUsage([]byte) (Usage, bool) {
+	return Usage{Prompt: 1, CacheRead: 1, HasPrompt: true}, true
+}
+
+// TestWalkReadsUsageFromProviderAnswer: the usage counted is the
+// provider's own, in four parts: an Anthropic answer's cache writes and
+// reads survive the translation to chat (the client's body says them
+// too), survive a client shape that has no usage at all, and an adapter
+// that reads its answers itself is asked instead.
+func TestWalkReadsUsageFromProviderAnswer(t *testing.T) {
+	const answer = `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn",` +
+		`"usage":{"input_tokens":3,"cache_creation_input_tokens":10,"cache_read_input_tokens":20,"output_tokens":4}}`
+	want := Usage{Prompt: 33, CacheRead: 20, CacheWrite: 10, Completion: 4, HasPrompt: true, HasCompletion: true}
+	for name, tc := range map[string]struct {
+		wrap func(Adapter) Adapter
+		want Usage
+		body string
+	}{
+		"translated": {func(a Adapter) Adapter { return a }, want,
+			`"usage":{"prompt_tokens":33,"completion_tokens":4,"total_tokens":37,"prompt_tokens_details":{"cached_tokens":20,"cache_write_tokens":10}}`},
+		"client shape without usage": {func(a Adapter) Adapter { return shapeless{a} }, want, `{"id":"x"}`},
+		"adapter reads its own":      {func(a Adapter) Adapter { return delegating{shapeless{a}} }, Usage{Prompt: 1, CacheRead: 1, HasPrompt: true}, `{"id":"x"}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.mock("a", status(200, answer))
+			tg := h.target("a", func(c *config.Target) { c.Provider, c.BaseURL = config.ProviderAnthropic, "http://a" })
+			tg.Adapter = tc.wrap(tg.Adapter)
+			rc, res := h.walk(chatCall(false), []*Target{tg}, 5*time.Second, nil)
+			if res.Status != 200 || res.Usage != tc.want {
+				t.Fatalf("status %d usage %+v, want %+v (%s)", res.Status, res.Usage, tc.want, rc.Response.Body())
+			}
+			if !strings.Contains(string(rc.Response.Body()), tc.body) {
+				t.Fatalf("client body %s lacks %s", rc.Response.Body(), tc.body)
 			}
 		})
 	}

@@ -17,10 +17,11 @@ import (
 var errRespNotChat = errors.New("upstream answer is not a chat completion")
 
 // respUsage is a chat answer's usage in Responses terms: input_tokens is
-// prompt_tokens (cached tokens included), cached its cached part.
+// prompt_tokens (the cache's tokens included), cached and cacheWrite the
+// parts read from and written to the cache (docs/quotas.md, Cached tokens).
 type respUsage struct {
-	ok                                      bool
-	input, cached, output, reasoning, total int64
+	ok                                                  bool
+	input, cached, cacheWrite, output, reasoning, total int64
 }
 
 func readRespChatUsage(u *fastjson.Value) respUsage {
@@ -28,12 +29,13 @@ func readRespChatUsage(u *fastjson.Value) respUsage {
 		return respUsage{}
 	}
 	ru := respUsage{
-		ok:        true,
-		input:     u.GetInt64("prompt_tokens"),
-		cached:    u.GetInt64("prompt_tokens_details", "cached_tokens"),
-		output:    u.GetInt64("completion_tokens"),
-		reasoning: u.GetInt64("completion_tokens_details", "reasoning_tokens"),
-		total:     u.GetInt64("total_tokens"),
+		ok:         true,
+		input:      u.GetInt64("prompt_tokens"),
+		cached:     u.GetInt64("prompt_tokens_details", "cached_tokens"),
+		cacheWrite: u.GetInt64("prompt_tokens_details", "cache_write_tokens"),
+		output:     u.GetInt64("completion_tokens"),
+		reasoning:  u.GetInt64("completion_tokens_details", "reasoning_tokens"),
+		total:      u.GetInt64("total_tokens"),
 	}
 	if ru.total == 0 {
 		ru.total = ru.input + ru.output
@@ -49,6 +51,10 @@ func appendRespUsage(dst []byte, u respUsage) []byte {
 	dst = strconv.AppendInt(dst, u.input, 10)
 	dst = append(dst, `,"input_tokens_details":{"cached_tokens":`...)
 	dst = strconv.AppendInt(dst, u.cached, 10)
+	if u.cacheWrite > 0 {
+		dst = append(dst, `,"cache_write_tokens":`...)
+		dst = strconv.AppendInt(dst, u.cacheWrite, 10)
+	}
 	dst = append(dst, `},"output_tokens":`...)
 	dst = strconv.AppendInt(dst, u.output, 10)
 	dst = append(dst, `,"output_tokens_details":{"reasoning_tokens":`...)

@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3/packages/respjson"
@@ -247,4 +248,29 @@ func TestChatToResponsesRoundTrip(t *testing.T) {
 	a, _ := json.Marshal(got.Messages[1])
 	b, _ := json.Marshal(msg)
 	respJSONEqual(t, a, string(b))
+}
+
+// A chat answer's cache writes (prompt_tokens_details.cache_write_tokens,
+// which the gateway writes for answers translated from Anthropic and
+// Bedrock) reach the Responses answer as input_tokens_details'
+// cache_write_tokens, as openai-go reads it (docs/quotas.md, Cached
+// tokens); without any, the field is left out.
+func TestChatToResponsesCacheWrites(t *testing.T) {
+	chat := `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":100,"completion_tokens":4,"total_tokens":104,"prompt_tokens_details":{"cached_tokens":80,"cache_write_tokens":15}}}`
+	out, err := ChatToResponses(nil, []byte(chat), []byte("m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r responses.Response
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatal(err)
+	}
+	if d := r.Usage.InputTokensDetails; r.Usage.InputTokens != 100 || d.CachedTokens != 80 || d.CacheWriteTokens != 15 {
+		t.Fatalf("usage %+v", r.Usage)
+	}
+	out, _ = ChatToResponses(nil, []byte(strings.Replace(chat, `,"cache_write_tokens":15`, "", 1)), []byte("m"))
+	if bytes.Contains(out, []byte("cache_write_tokens")) {
+		t.Fatalf("cache_write_tokens without cache writes: %s", out)
+	}
 }

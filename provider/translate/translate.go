@@ -13,9 +13,9 @@ package translate
 
 // Options says what the chat request is for.
 type Options struct {
-	// Model is the model id written into the chat request: the id the
-	// client asked for (the member's model_map applies afterwards, as for
-	// any chat request).
+	// Model is the model id written into the chat request. Package
+	// provider passes the id sent upstream (model_map applied), so the
+	// chat adapter's pass-through sends the body without rewriting it.
 	Model []byte
 	// MaxCompletionTokens writes the output limit as max_completion_tokens
 	// (openai, azure) instead of max_tokens (every other member).
@@ -23,6 +23,9 @@ type Options struct {
 	// Stream asks for a stream, with stream_options.include_usage so the
 	// usage arrives in the stream's last chunk.
 	Stream bool
+	// FileInput says the member takes chat "file" parts (openai): a PDF
+	// document is sent as one; without it, it is dropped.
+	FileInput bool
 }
 
 // Error is a client request a translation cannot express: the member
