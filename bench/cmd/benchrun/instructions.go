@@ -2,7 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -206,67 +206,68 @@ func (b *bench) bareWith(wrap, upstream string) (*proxy, error) {
 	return b.bare(upstream)
 }
 
-var annotateLine = regexp.MustCompile(`^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$`)
-
-// readCallgrind reads a dump through callgrind_annotate: exclusive
-// instructions by function, divided by n.
-func readCallgrind(b *bench, file string, n int) (map[string]float64, float64, error) {
-	out, err := exec.CommandContext(b.ctx, "callgrind_annotate", "--threshold=100", "--auto=no", "--inclusive=no", file).Output()
+// readCallgrind reads a dump's self cost (exclusive instructions) by
+// function, divided by n, and its total. It reads the callgrind format
+// itself rather than callgrind_annotate's listing: Go switches stacks
+// under callgrind's feet, and the listing then shows some frames (a
+// thread's entry, a goroutine blocked in a read for the whole count) with
+// a figure that is in no total, so that the listed functions summed to
+// more than the program. The self costs in the file sum to its total.
+func readCallgrind(_ *bench, file string, n int) (map[string]float64, float64, error) {
+	f, err := os.Open(file)
 	if err != nil {
-		return nil, 0, fmt.Errorf("callgrind_annotate: %v", err)
+		return nil, 0, err
 	}
-	fns := map[string]float64{}
-	var total float64
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	defer f.Close()
+	names := map[string]string{} // compressed id "(123)" -> name
+	self := map[string]int64{}   // by id
+	var cur string
+	var summary int64
+	skip := false // the line after calls= is a call's inclusive cost
+	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	listing := false
 	for sc.Scan() {
 		line := sc.Text()
-		m := annotateLine.FindStringSubmatch(line)
-		if m == nil {
-			if strings.Contains(line, "file:function") {
-				listing = true
+		if skip {
+			skip = false
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "summary:"):
+			summary, _ = strconv.ParseInt(strings.TrimSpace(line[len("summary:"):]), 10, 64)
+		case strings.HasPrefix(line, "fn="), strings.HasPrefix(line, "cfn="):
+			def := line[strings.IndexByte(line, '=')+1:]
+			id, name, _ := strings.Cut(def, " ")
+			if name != "" {
+				names[id] = name
 			}
-			continue
+			if line[0] == 'f' {
+				cur = id
+			}
+		case strings.HasPrefix(line, "calls="):
+			skip = true
+		case line != "" && cur != "" && (line[0] >= '0' && line[0] <= '9' || line[0] == '+' || line[0] == '-' || line[0] == '*'):
+			fields := strings.Fields(line)
+			if v, err := strconv.ParseInt(fields[len(fields)-1], 10, 64); err == nil && len(fields) >= 2 {
+				self[cur] += v
+			}
 		}
-		ir, _ := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64)
-		if strings.Contains(m[2], "PROGRAM TOTALS") {
-			total = ir / float64(n)
-			continue
-		}
-		if !listing {
-			continue
-		}
-		fn := funcName(m[2])
-		if threadEntry[fn] {
-			continue
-		}
-		fns[fn] += ir / float64(n)
 	}
-	if total == 0 {
-		return nil, 0, fmt.Errorf("callgrind_annotate printed no totals for %s", file)
+	if err := sc.Err(); err != nil {
+		return nil, 0, err
 	}
-	return fns, total, nil
+	if summary == 0 {
+		return nil, 0, fmt.Errorf("no summary line in %s", file)
+	}
+	fns := map[string]float64{}
+	for id, v := range self {
+		fns[funcName(cmp.Or(names[id], id))] += float64(v) / float64(n)
+	}
+	return fns, float64(summary) / float64(n), nil
 }
 
-// threadEntry holds the frames at the bottom of a thread's stack. Go
-// switches stacks under callgrind's feet, and callgrind_annotate lists
-// each of these with one figure that is in no total (the listed functions
-// summed to the program total plus eight times it): they are left out.
-var threadEntry = map[string]bool{
-	"clone": true, "start_thread": true, "threadentry": true, "runtime/cgo(.text)": true,
-	"runtime.mstart.abi0": true, "runtime.mstart0.abi0": true, "runtime.mstart0": true, "runtime.mstart1": true,
-}
-
-// funcName is the function of a callgrind_annotate "file:function [object]"
-// entry, recursion marks ('2) dropped.
+// funcName is a function's name without a recursion mark ('2).
 func funcName(s string) string {
-	if i := strings.LastIndex(s, " ["); i > 0 && strings.HasSuffix(s, "]") {
-		s = s[:i]
-	}
-	if i := strings.Index(s, ":"); i >= 0 && !strings.HasPrefix(s[i:], "::") {
-		s = s[i+1:]
-	}
 	if i := strings.LastIndex(s, "'"); i > 0 {
 		if _, err := strconv.Atoi(s[i+1:]); err == nil {
 			s = s[:i]
