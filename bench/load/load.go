@@ -274,9 +274,14 @@ func (w *worker) fail(msg string) {
 
 var doneFrame = []byte("data: [DONE]\n\n")
 
+// terminalEvents end a stream of the Anthropic Messages API and of the
+// OpenAI Responses API, which send no [DONE].
+var terminalEvents = [][]byte{[]byte("event: message_stop\n"), []byte("event: response.completed\n")}
+
 // readStream reads an SSE body to its end, returning the time from start to
 // the first body byte, the number of events (blank-line separated frames),
-// and whether the last frame was [DONE].
+// and whether it ended well: its last frame [DONE], or a terminal event of
+// the Messages or Responses API seen.
 func readStream(r io.Reader, buf []byte, start time.Time) (ttfe time.Duration, events int64, done bool, err error) {
 	if r == nil {
 		return 0, 0, false, errors.New("no body stream")
@@ -285,6 +290,13 @@ func readStream(r io.Reader, buf []byte, start time.Time) (ttfe time.Duration, e
 	tl := 0
 	prevNL := false
 	first := true
+	// edge holds the last bytes seen before this read, so a terminal event
+	// split between reads is still seen (in win: edge, then this read's
+	// first bytes).
+	var edge [32]byte
+	var win [64]byte
+	el := 0
+	terminal := false
 	for {
 		n, rerr := r.Read(buf)
 		if n > 0 {
@@ -293,6 +305,21 @@ func readStream(r io.Reader, buf []byte, start time.Time) (ttfe time.Duration, e
 				first = false
 			}
 			b := buf[:n]
+			if !terminal {
+				w := append(append(win[:0], edge[:el]...), b[:min(n, len(edge))]...)
+				for _, m := range terminalEvents {
+					if bytes.Contains(b, m) || bytes.Contains(w, m) {
+						terminal = true
+					}
+				}
+				if n >= len(edge) {
+					el = copy(edge[:], b[n-len(edge):])
+				} else {
+					keep := min(el, len(edge)-n)
+					copy(edge[:], edge[el-keep:el])
+					el = keep + copy(edge[keep:], b)
+				}
+			}
 			events += int64(bytes.Count(b, []byte("\n\n")))
 			if prevNL && b[0] == '\n' {
 				events++
@@ -314,7 +341,7 @@ func readStream(r io.Reader, buf []byte, start time.Time) (ttfe time.Duration, e
 			return ttfe, events, false, rerr
 		}
 	}
-	return ttfe, events, bytes.Equal(tail[:tl], doneFrame), nil
+	return ttfe, events, terminal || bytes.Equal(tail[:tl], doneFrame), nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

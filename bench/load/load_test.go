@@ -76,6 +76,23 @@ func TestReadStreamSplitReads(t *testing.T) {
 	if err != nil || events != 3 || done {
 		t.Fatalf("[DONE] not last: events %d done %v err %v", events, done, err)
 	}
+	// The Messages and Responses APIs end with their own terminal events,
+	// however the reads cut them.
+	for _, body := range []string{
+		"event: message_start\ndata: {}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+		"event: response.created\ndata: {}\n\nevent: response.completed\ndata: {\"response\":{}}\n\n",
+	} {
+		for _, size := range []int{1, 5, 13, 64, 4096} {
+			if _, events, done, err := readStream(strings.NewReader(body), make([]byte, size), time.Now()); err != nil || events != 2 || !done {
+				t.Fatalf("%.30q in reads of %d: events %d done %v err %v", body, size, events, done, err)
+			}
+		}
+		cut := strings.Replace(body, "_stop", "_delta", 1)
+		cut = strings.Replace(cut, ".completed", ".in_progress", 1)
+		if _, _, done, _ := readStream(strings.NewReader(cut), make([]byte, 5), time.Now()); done {
+			t.Fatalf("%.30q: done without a terminal event", cut)
+		}
+	}
 	if _, _, _, err := readStream(iotest.TimeoutReader(strings.NewReader("data: x\n\n")), make([]byte, 64), time.Now()); err == nil {
 		t.Fatal("read error not reported")
 	}

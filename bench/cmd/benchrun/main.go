@@ -68,7 +68,7 @@ func main() {
 	flag.StringVar(&o.switchyard, "switchyard", "", "prebuilt switchyard binary (default: build the module root)")
 	flag.BoolVar(&o.pin, "pin", true, "pin the proxy to CPU 0 and the mocks and driver to CPU 1 (needs 2+ CPUs)")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 8, "seconds of each proxy's CPU profile (0: none)")
-	flag.StringVar(&o.only, "only", "", "run one group: sizes, features, streams, batches, profile, instructions or sweep; default all")
+	flag.StringVar(&o.only, "only", "", "run one group: sizes, features, streams, batches, translation, profile, instructions or sweep; default all")
 	flag.StringVar(&o.rows, "rows", "", "instructions: count only the rows whose \"ROW, BODY\" matches this regexp (e.g. '1 rule, 190'); default all")
 	flag.StringVar(&o.instrKB, "instr-kb", "", "instructions: more chat bodies to count, comma-separated sizes in KB (e.g. 16,128); default only 190 B and 1 KB")
 	flag.StringVar(&o.keepCallgrind, "keep-callgrind", "", "instructions: copy each row's counted callgrind dump into this directory, for callgrind_annotate")
@@ -137,6 +137,8 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		b.instructions()
 	case "sweep":
 		b.sweepAlone()
+	case "translation":
+		b.translationRows()
 	default:
 		b.scenarios()
 		b.sweep()

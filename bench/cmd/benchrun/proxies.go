@@ -78,6 +78,7 @@ type gw struct {
 	env        []string
 	bin        string // default: the switchyard built for the run
 	accessLog  bool   // log.access_log: true (lines to the proxy's stderr, a pipe the driver reads)
+	provider   string // of the targets; default openai
 }
 
 func oneRule(mockAddr string) gw { return gw{targets: []string{mockURL(mockAddr)}} }
@@ -108,7 +109,7 @@ func gatewayYAML(addr string, c gw) string {
 	}
 	y.WriteString("targets:\n")
 	for i, u := range c.targets {
-		fmt.Fprintf(&y, "  - virtual_key: %s\n    provider: openai\n    base_url: %s\n    api_key: %s\n", []string{"primary", "secondary"}[i], u, upstreamAPIKey)
+		fmt.Fprintf(&y, "  - virtual_key: %s\n    provider: %s\n    base_url: %s\n    api_key: %s\n", []string{"primary", "secondary"}[i], cmp.Or(c.provider, "openai"), u, upstreamAPIKey)
 		if i == 0 {
 			y.WriteString(c.targetYAML)
 		}

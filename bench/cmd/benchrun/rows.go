@@ -248,6 +248,7 @@ func (b *bench) scenarios() {
 	b.compare(g)
 
 	b.featureRows()
+	b.translationRows()
 	b.bodySizes()
 	b.unpinnedRows()
 	b.longStreams()
