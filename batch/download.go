@@ -45,7 +45,15 @@ func (c *call) download(k *kind) {
 		c.gone(k, o.ID)
 		return
 	}
-	r := &relay{resp: resp, r: upstream.BodyReader(resp, t.Timeout), conn: c.rc.Conn()}
+	// Redacted like every other answer of t's (its credential never
+	// reaches a client, even quoted by the upstream in a file); the
+	// length then changes with each occurrence, so none is declared.
+	body := upstream.BodyReader(resp, t.Timeout)
+	length := resp.Header.ContentLength()
+	if red := t.RedactReader(body); red != body {
+		body, length = red, -1
+	}
+	r := &relay{resp: resp, r: body, conn: c.rc.Conn()}
 	if k.messages {
 		r.usage = &resultUsage{}
 		r.done = func(whole bool) {
@@ -61,9 +69,9 @@ func (c *call) download(k *kind) {
 		c.rc.Response.Header.SetContentTypeBytes(ct)
 	}
 	if cd := resp.Header.Peek("Content-Disposition"); len(cd) > 0 {
-		c.rc.Response.Header.SetBytesV("Content-Disposition", cd)
+		c.rc.Response.Header.SetBytesV("Content-Disposition", t.Redact(cd))
 	}
-	c.rc.SetBodyStream(r, resp.Header.ContentLength())
+	c.rc.SetBodyStream(r, length)
 	c.class = upstream.ClassOK
 }
 

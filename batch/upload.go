@@ -55,6 +55,32 @@ func (r *clientReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// formReader is an upload's body as the multipart reader reads it: the
+// bytes read while no file part is being spooled (boundaries, part heads,
+// form fields) are held to room.
+type formReader struct {
+	r      io.Reader
+	room   int64
+	inFile bool
+}
+
+var errFormTooLarge = errors.New("the upload's form holds more than " + strconv.Itoa(hotpath.UploadFramingBytes) +
+	" bytes besides the file (part heads and fields)")
+
+func (f *formReader) Read(p []byte) (int, error) {
+	if !f.inFile {
+		if f.room <= 0 {
+			return 0, errFormTooLarge
+		}
+		p = p[:min(int64(len(p)), f.room)]
+	}
+	n, err := f.r.Read(p)
+	if !f.inFile {
+		f.room -= int64(n)
+	}
+	return n, err
+}
+
 // newSpool starts the upload's spool, reserving its declared length.
 func (c *call) newSpool() (*spool, bool) {
 	srv := &c.st.Config.Server
@@ -97,6 +123,8 @@ func (c *call) readFailed(err error) {
 		c.spoolFull()
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		c.refuse(tooLarge("the upload is over server.max_batch_file_bytes"))
+	case errors.Is(err, errFormTooLarge):
+		c.refuse(tooLarge(err.Error()))
 	case errors.As(err, &ne) && ne.Timeout():
 		c.fail(fasthttp.StatusRequestTimeout, "timed out reading the upload", upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 	case errors.As(err, new(*os.PathError)):
@@ -138,7 +166,11 @@ func (c *call) upload() {
 		purpose  string
 	)
 	maxLine := c.st.MaxRequestBytes()
-	mr := multipart.NewReader(c.body(), params["boundary"])
+	// Go's multipart reader holds a part's head whole (up to 10 MiB) before
+	// it hands the part over: the bytes besides the file's are held to
+	// the room an upload has for them.
+	body := &formReader{r: c.body(), room: hotpath.UploadFramingBytes}
+	mr := multipart.NewReader(body, params["boundary"])
 	for {
 		part, err := mr.NextPart()
 		if err == io.EOF {
@@ -157,6 +189,7 @@ func (c *call) upload() {
 				return
 			}
 			sawFile, filename = true, part.FileName()
+			body.inFile = true
 			ref, err := spoolLines(part, sp, maxLine, c.st.Config.Server.FileLimit(), func(n int, line []byte, at int64) *hotpath.Refusal {
 				s, body, off, err := parseLine(line)
 				if err != nil {
@@ -164,6 +197,7 @@ func (c *call) upload() {
 				}
 				return col.add(n-1, s, body, at+int64(off))
 			})
+			body.inFile = false
 			if err != nil {
 				c.readFailed(err)
 				return

@@ -88,7 +88,8 @@ type Server struct {
 type WebSocket struct {
 	// MaxMessageBytes caps one client message; a larger one is answered
 	// with an error event and the socket is closed (1009). A socket
-	// remembers at most 4x this of its last response. Default 16 MiB;
+	// remembers at most 4x this of its last response (and never more
+	// than MaxRequestBytes). Default 16 MiB;
 	// MinWebSocketMessageBytes to MaxWebSocketMessageBytes.
 	MaxMessageBytes int `yaml:"max_message_bytes"`
 	// IdleTimeout closes a socket that has carried no message and no

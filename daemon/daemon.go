@@ -184,7 +184,10 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 	}
 	d.tel.targets(st)
 	d.srv = hotpath.NewServer(d.gw, fasthttpLogger{log.With().Str("component", "fasthttp").Logger()}, d.reduceMemory)
-	d.ws = responsesws.New(d.srv, func() config.WebSocket { return d.gw.Load().Config.Server.WebSocket }, log)
+	d.ws = responsesws.New(d.srv, func() responsesws.Limits {
+		st := d.gw.Load()
+		return responsesws.Limits{WebSocket: st.Config.Server.WebSocket, MaxRequestBytes: st.MaxRequestBytes()}
+	}, log)
 	d.gw.ResponsesSocket = d.ws.Upgrade
 	warnOpen(log, d.bind, cfg)
 	log.Info().Str("file", cfgPath).Str("config_hash", d.hash).

@@ -85,7 +85,12 @@ func TestSocketRoutesEachResponse(t *testing.T) {
 	if body["stream"] != true || body["type"] != nil || body["model"] != "m-a" {
 		t.Errorf("bridged body: %v", body)
 	}
-	// One access line per response, each on the responses surface.
+	// One access line per response, each on the responses surface. A
+	// stream's line is written when its writer ends, which may be just
+	// after the client read the last event.
+	waitFor(t, 5*time.Second, "three access lines", func() bool {
+		return strings.Count(logs.String(), `"surface":"responses"`) >= 3
+	})
 	if n := strings.Count(logs.String(), `"surface":"responses"`); n != 3 {
 		t.Errorf("%d access lines on responses, want 3:\n%s", n, logs)
 	}

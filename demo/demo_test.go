@@ -253,13 +253,18 @@ func TestDemoScenarios(t *testing.T) {
 	}
 
 	// 6b. The cloud providers: eu-chat on Azure, then on Vertex (Claude) when
-	// Azure fails; the Messages API through Vertex; Gemini.
+	// Azure fails; the Messages API on the same chain, which Azure answers
+	// translated from chat (docs/providers.md, Translation); Gemini.
 	check("eu-chat", post(t, c, g+chat, `{"model":"eu-chat",`+msg+`}`, nil), 200, "4", "azure-eu", "gpt-4o-dzeu", "1")
 	if r := post(t, c, "http://127.0.0.1:"+os.Getenv("DEMO_CLOUD_PORT")+"/_mock/fail?status=503&count=1", "", nil); r.status != 200 {
 		t.Fatalf("cloud fail: %d", r.status)
 	}
 	check("eu-chat, azure failing", post(t, c, g+chat, `{"model":"eu-chat",`+msg+`}`, nil), 200, "4", "vertex-eu", "claude-sonnet-4-5@20250929", "2")
-	check("eu-chat messages", post(t, c, g+"/v1/messages", `{"model":"eu-chat","max_tokens":64,`+msg+`}`, nil), 200, "4", "vertex-eu", "claude-sonnet-4-5@20250929", "1")
+	m := post(t, c, g+"/v1/messages", `{"model":"eu-chat","max_tokens":64,`+msg+`}`, nil)
+	check("eu-chat messages", m, 200, "4", "azure-eu", "gpt-4o-dzeu", "1")
+	if !strings.Contains(m.body, `"type":"message"`) {
+		t.Errorf("eu-chat messages: %s, want an Anthropic message", m.body)
+	}
 	check("gemini", post(t, c, g+chat, `{"model":"gemini-2.5-flash",`+msg+`}`, nil), 200, "5", "gemini", "gemini-2.5-flash", "1")
 
 	// The stream the script prints.

@@ -142,7 +142,7 @@ curl -si $G/v1/chat/completions $J -d '{"model":"eu-chat","messages":[{"role":"u
 #    make Azure fail: the same request is answered by Claude on Vertex europe-west4 (rawPredict)
 curl -s -XPOST 'http://127.0.0.1:$DEMO_CLOUD_PORT/_mock/fail?status=503&count=3'
 curl -si $G/v1/chat/completions $J -d '{"model":"eu-chat","messages":[{"role":"user","content":"hi"}]}'
-#    the Anthropic Messages API through Vertex, and Gemini [5]
+#    the Anthropic Messages API on the same chain (Azure answers it, translated from chat), and Gemini [5]
 curl -si $G/v1/messages $J -d '{"model":"eu-chat","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}'
 curl -si $G/v1/chat/completions $J -d '{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}]}'
 switchyard explain -config demo/demo.yaml -model eu-chat   # (the binary is in $work)

@@ -2,6 +2,7 @@ package hotpath
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
+	"github.com/switchyard/switchyard/tenancy"
 	"github.com/switchyard/switchyard/upstream"
 )
 
@@ -32,8 +34,9 @@ type BatchServer interface {
 // client key (none without an auth block) and its header section. Valid
 // during the request only.
 type Caller struct {
-	key *clientKey
-	h   *head
+	key    *clientKey
+	h      *head
+	owners tenancy.OwnerStore
 }
 
 // Key is the caller's client key name; "" without an auth block.
@@ -85,7 +88,7 @@ func (g *Gateway) batch(rc *fasthttp.RequestCtx, st *State, h *head) {
 		g.finishKeyed(rc, telemetry.SurfaceNone, telemetry.RuleNotRouted, nil, keyName(key))
 		return
 	}
-	g.Batches.ServeBatch(rc, st, Caller{key: key, h: h})
+	g.Batches.ServeBatch(rc, st, Caller{key: key, h: h, owners: g.Owners})
 }
 
 // Refusal is why a request described inside a stored batch does not route,
@@ -117,18 +120,21 @@ type Line struct {
 // X-Gateway-Metadata (read once) and the router's Match. Not safe for
 // concurrent use; valid during the upload's request only.
 type LineRouter struct {
-	st    *State
-	key   *clientKey
-	p     peek
-	meta  router.MetadataParser
-	pairs []router.Pair // the header's entries (parsed once)
-	buf   []router.Pair // the entries a line routes with, bindings merged
+	st     *State
+	key    *clientKey
+	owners tenancy.OwnerStore
+	p      peek
+	meta   router.MetadataParser
+	pairs  []router.Pair // the header's entries (parsed once)
+	buf    []router.Pair // the entries a line routes with, bindings merged
+	// owned is the last previous_response_id found to be the key's.
+	owned string
 }
 
 // LineRouter returns the router of the requests c's upload describes, on
 // State st. A repeated or malformed X-Gateway-Metadata is a 400 Refusal.
 func (c Caller) LineRouter(st *State) (*LineRouter, *Refusal) {
-	lr := &LineRouter{st: st, key: c.key}
+	lr := &LineRouter{st: st, key: c.key, owners: c.owners}
 	if c.h.nMeta > 1 {
 		return nil, &Refusal{Status: fasthttp.StatusBadRequest, Type: upstream.TypeInvalidRequest, Code: upstream.CodeInvalidRequest,
 			Message: headerMetadata + " is sent more than once; send it once"}
@@ -144,18 +150,23 @@ func (c Caller) LineRouter(st *State) (*LineRouter, *Refusal) {
 
 // Route routes body, a request of surface s, as the hot path routes one:
 // the peek's refusals are 400, a model outside the key's allow-list 403
-// model_not_allowed. Which of the chain's members may take it is the
-// caller's to decide (router.Snapshot.ServesModel, ServesSurface and
-// ServesBatch).
+// model_not_allowed, a previous_response_id the key did not create 404
+// response_not_found (the provider runs a stored batch's requests with
+// its own credential, so it would continue any key's response). Which of
+// the chain's members may take it is the caller's to decide
+// (router.Snapshot.ServesModel, ServesSurface and ServesBatch).
 func (lr *LineRouter) Route(s router.Surface, body []byte) (Line, *Refusal) {
 	p := &lr.p
-	if err := p.parse(body, s == router.SurfaceMessages); err != nil {
+	if err := p.parseFor(body, s); err != nil {
 		return Line{}, &Refusal{Status: fasthttp.StatusBadRequest, Type: upstream.TypeInvalidRequest,
 			Code: upstream.CodeInvalidRequest, Message: err.Error()}
 	}
 	if lr.key != nil && !lr.key.allow.Has(p.Model) {
 		return Line{}, &Refusal{Status: fasthttp.StatusForbidden, Type: upstream.TypeInvalidRequest, Code: codeModelNotAllowed,
 			Message: "model " + strconv.Quote(string(p.Model)) + " is not allowed for this client key"}
+	}
+	if r := lr.previousRefused(p.Previous); r != nil {
+		return Line{}, r
 	}
 	req := router.Request{Surface: s, Model: p.Model, User: p.User, HasUser: p.HasUser,
 		Stream: p.Stream && s.ChatLike(), HasTools: p.HasTools}
@@ -167,6 +178,28 @@ func (lr *LineRouter) Route(s router.Surface, body []byte) (Line, *Refusal) {
 	}
 	rule, chain := lr.st.Router.Match(&req)
 	return Line{Rule: rule, Chain: chain, Model: p.Model, ModelAt: p.ModelAt, ModelEnd: p.ModelEnd}, nil
+}
+
+// previousRefused checks that the key created the response id a request
+// continues (nil: none), as the hot path does for a request
+// (Gateway.previousRefused).
+func (lr *LineRouter) previousRefused(id []byte) *Refusal {
+	if id == nil || lr.key == nil || lr.owners == nil || string(id) == lr.owned {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ownerTimeout)
+	defer cancel()
+	owner, err := lr.owners.Owner(ctx, string(id))
+	switch {
+	case err != nil:
+		return &Refusal{Status: fasthttp.StatusServiceUnavailable, Type: upstream.TypeUpstream, Code: codeStoreUnavailable,
+			Message: "the store of response owners is unavailable; retry shortly"}
+	case owner != lr.key.spec.Name:
+		return &Refusal{Status: fasthttp.StatusNotFound, Type: upstream.TypeInvalidRequest, Code: codeResponseNotFound,
+			Message: "previous_response_id " + strconv.Quote(string(id)) + " was not found"}
+	}
+	lr.owned = string(id)
+	return nil
 }
 
 // ObjectMembers reads the JSON object b (whitespace around it allowed,

@@ -278,7 +278,7 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 		return
 	}
 	sc.key = key
-	if !routeHead(rc, st, s, countTokens, sc, h) || g.previousRefused(rc, s, key, sc.call.Body) {
+	if !routeHead(rc, st, s, countTokens, sc, h) || g.previousRefused(rc, s, key, sc.peek.Previous) {
 		g.finishKeyed(rc, s, sc.rule, sc.peek.Model, keyName(key))
 		return
 	}
@@ -328,7 +328,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		return false
 	}
 	p := &sc.peek
-	if err = p.parse(body, s == router.SurfaceMessages); err != nil {
+	if err = p.parseFor(body, s); err != nil {
 		writeSurfaceError(rc, s, fasthttp.StatusBadRequest, err.Error(), upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
 		return false
 	}

@@ -328,9 +328,10 @@ func validStringSyntax(s []byte) bool {
 }
 
 // maxKeyBytes bounds the raw key (between its quotes) that can still spell
-// a routing key: eight characters (the longest, "metadata"), each at most a
-// six-byte \u escape. A longer key names none of them under any folding.
-const maxKeyBytes = 8 * 6
+// a routing key: twenty characters (the longest, "previous_response_id"),
+// each at most a six-byte \u escape. A longer key names none of them under
+// any folding.
+const maxKeyBytes = 20 * 6
 
 // matchKey returns the routing key of keys that the raw key (between its
 // quotes) names, and whether it names it exactly: false when only under

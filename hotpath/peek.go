@@ -18,8 +18,8 @@ import (
 // valid until the next parse or release; nothing of the request is kept
 // after release.
 type peek struct {
-	// modelBuf and userBuf hold Model and User.
-	modelBuf, userBuf []byte
+	// modelBuf, userBuf and prevBuf hold Model, User and Previous.
+	modelBuf, userBuf, prevBuf []byte
 
 	// Model is the "model" string, unescaped; never empty after a
 	// successful parse. ModelAt and ModelEnd are where its literal, quotes
@@ -35,6 +35,12 @@ type peek struct {
 	Stream bool
 	// HasTools is true when "tools" is a non-empty array.
 	HasTools bool
+	// Previous is the "previous_response_id" string, unescaped, on the
+	// responses surface (nil when absent or null): the response whose
+	// owner the request must be (docs/residency.md). It is read here,
+	// once and exactly as an upstream's decoder reads it, so that no
+	// escaped, repeated or case-folded copy reaches the upstream unchecked.
+	Previous []byte
 
 	// seen holds a seen* bit for every routing key met so far.
 	seen uint8
@@ -48,6 +54,7 @@ const (
 	seenTools
 	seenMetadata // messages surface: the object holding user_id
 	seenUserID   // messages surface: metadata.user_id
+	seenPrevious // responses surface: previous_response_id
 )
 
 // routingKey is a key the peek routes on, with its seen* bit.
@@ -57,11 +64,14 @@ type routingKey struct {
 }
 
 // The routing keys of each object the peek reads: the body's top level on
-// chat-shaped surfaces, on the messages surface (where the user is
-// metadata.user_id and a top-level "user" is just another member), and the
-// messages surface's metadata object.
+// chat-shaped surfaces, on the responses surface (with the id whose owner
+// is checked), on the messages surface (where the user is metadata.user_id
+// and a top-level "user" is just another member), and the messages
+// surface's metadata object.
 var (
-	chatKeys     = [...]routingKey{{"model", seenModel}, {"user", seenUser}, {"stream", seenStream}, {"tools", seenTools}}
+	chatKeys      = [...]routingKey{{"model", seenModel}, {"user", seenUser}, {"stream", seenStream}, {"tools", seenTools}}
+	responsesKeys = [...]routingKey{{"model", seenModel}, {"user", seenUser}, {"stream", seenStream}, {"tools", seenTools},
+		{"previous_response_id", seenPrevious}}
 	messagesKeys = [...]routingKey{{"model", seenModel}, {"stream", seenStream}, {"tools", seenTools}, {"metadata", seenMetadata}}
 	metadataKeys = [...]routingKey{{"user_id", seenUserID}}
 )
@@ -93,7 +103,28 @@ var (
 // for the client as a 400 invalid_request. A successful parse allocates
 // nothing once the peek is warm.
 func (p *peek) parse(body []byte, messages bool) error {
-	p.Model, p.User = nil, nil
+	keys := chatKeys[:]
+	if messages {
+		keys = messagesKeys[:]
+	}
+	return p.parseKeys(body, keys)
+}
+
+// parseFor is parse for a request of surface s: on the responses surface
+// it also reads "previous_response_id" (Previous), absent, null or a
+// string, under the routing keys' rules (once, spelled exactly).
+func (p *peek) parseFor(body []byte, s router.Surface) error {
+	switch s {
+	case router.SurfaceMessages:
+		return p.parseKeys(body, messagesKeys[:])
+	case router.SurfaceResponses:
+		return p.parseKeys(body, responsesKeys[:])
+	}
+	return p.parseKeys(body, chatKeys[:])
+}
+
+func (p *peek) parseKeys(body []byte, keys []routingKey) error {
+	p.Model, p.User, p.Previous = nil, nil, nil
 	p.HasUser, p.Stream, p.HasTools = false, false, false
 	p.seen = 0
 
@@ -109,10 +140,6 @@ func (p *peek) parse(body []byte, messages bool) error {
 			return syntaxError(body, i, "a JSON object")
 		}
 		return fmt.Errorf("request body must be a JSON object, not %s", router.JSONTypeName(typeOf(c)))
-	}
-	keys := chatKeys[:]
-	if messages {
-		keys = messagesKeys[:]
 	}
 	i, err := p.object(body, i, keys, 1)
 	if err != nil {
@@ -225,6 +252,16 @@ func (p *peek) take(bit uint8, b []byte, i, depth int) (int, error) {
 		end, buf, err := readString(b, i, p.userBuf[:0], name)
 		p.userBuf, p.User, p.HasUser = buf, buf, true
 		return end, err
+	case seenPrevious:
+		if t == fastjson.TypeNull {
+			return literalEnd(b, i)
+		}
+		if t != fastjson.TypeString {
+			return i, fmt.Errorf(`"previous_response_id" must be a string, not %s`, router.JSONTypeName(t))
+		}
+		end, buf, err := readString(b, i, p.prevBuf[:0], "previous_response_id")
+		p.prevBuf, p.Previous = buf, buf
+		return end, err
 	case seenStream:
 		switch t {
 		case fastjson.TypeTrue:
@@ -294,9 +331,9 @@ const maxKeptBuffer = 4 << 10
 // release forgets the request: the field slices, and buffers a large
 // field grew.
 func (p *peek) release() {
-	p.Model, p.User = nil, nil
-	if cap(p.modelBuf) > maxKeptBuffer || cap(p.userBuf) > maxKeptBuffer {
-		p.modelBuf, p.userBuf = nil, nil
+	p.Model, p.User, p.Previous = nil, nil, nil
+	if cap(p.modelBuf) > maxKeptBuffer || cap(p.userBuf) > maxKeptBuffer || cap(p.prevBuf) > maxKeptBuffer {
+		p.modelBuf, p.userBuf, p.prevBuf = nil, nil, nil
 	}
 }
 

@@ -2,7 +2,11 @@
 
 package hotpath
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/switchyard/switchyard/router"
+)
 
 func TestPeekAllocatesNothing(t *testing.T) {
 	for _, c := range []struct {
@@ -27,5 +31,18 @@ func TestPeekAllocatesNothing(t *testing.T) {
 		}); n != 0 {
 			t.Fatalf("peek allocates %v times per request on %.60q, want 0", n, c.body)
 		}
+	}
+	// A Responses continuation: the id whose owner is checked is read too.
+	body := []byte(`{"model":"gpt-5","input":[{"role":"user","content":"hi"}],"previous_response_\u0069d":"resp_0123456789abcdef","store":false}`)
+	p := &peek{}
+	if err := p.parseFor(body, router.SurfaceResponses); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		if err := p.parseFor(body, router.SurfaceResponses); err != nil || string(p.Previous) != "resp_0123456789abcdef" {
+			t.Fatal("parse failed", err)
+		}
+	}); n != 0 {
+		t.Fatalf("peek allocates %v times per responses request, want 0", n)
 	}
 }

@@ -48,6 +48,16 @@ func (g *Gateway) upgradeSocket(rc *fasthttp.RequestCtx, st *State, h *head) {
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 		return
 	}
+	// The handshake is a bare HTTP/1.1 GET (RFC 6455, 4.1). Bytes of a
+	// request body still unread at the upgrade would be read as the
+	// socket's first frames, which a proxy in front forwarded as a body:
+	// refused, as is an upgrade on a connection that closes after this
+	// answer (HTTP/1.0, Connection: close), which could never be served.
+	if why := upgradeFraming(&rc.Request.Header); why != "" {
+		writeError(rc, fasthttp.StatusBadRequest, why, upstream.TypeInvalidRequest, upstream.CodeInvalidRequest)
+		g.finishKeyed(rc, s, telemetry.RuleNotRouted, nil, keyName(key))
+		return
+	}
 	// A socket outlives its request: one opened while draining would be
 	// closed moments later. The client reconnects elsewhere.
 	if g.draining.Load() {
@@ -74,6 +84,19 @@ func (g *Gateway) upgradeSocket(rc *fasthttp.RequestCtx, st *State, h *head) {
 	if !g.ResponsesSocket(rc, keyName(key)) {
 		g.finishKeyed(rc, s, telemetry.RuleNotRouted, nil, keyName(key))
 	}
+}
+
+// upgradeFraming says why the header section h cannot open a socket: a
+// body (a Content-Length over 0, or chunked; fasthttp says -2 for none), a
+// protocol older than HTTP/1.1, or Connection: close; "" when it can.
+func upgradeFraming(h *fasthttp.RequestHeader) string {
+	switch cl := h.ContentLength(); {
+	case cl > 0 || cl == -1:
+		return "a WebSocket upgrade request must not carry a body"
+	case !h.IsHTTP11() || h.ConnectionClose():
+		return "a WebSocket upgrade needs HTTP/1.1 on a connection that stays open"
+	}
+	return ""
 }
 
 // tokenListHas reports whether the comma-separated header value v lists

@@ -1,7 +1,6 @@
 package hotpath
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"time"
@@ -29,24 +28,14 @@ const ownerTimeout = 100 * time.Millisecond
 
 var ownerParsers fastjson.ParserPool
 
-var previousField = []byte(`"previous_response_id"`)
-
 // previousRefused answers and reports true when the request on surface s
-// with key k names a previous_response_id that k did not create: 404
-// response_not_found (the same answer as for an unknown id, so a key learns
-// nothing of another's), or 503 when the store cannot answer.
-func (g *Gateway) previousRefused(rc *fasthttp.RequestCtx, s router.Surface, k *clientKey, body []byte) bool {
-	if s != router.SurfaceResponses || k == nil || g.Owners == nil || !bytes.Contains(body, previousField) {
-		return false
-	}
-	p := ownerParsers.Get()
-	defer ownerParsers.Put(p)
-	v, err := p.ParseBytes(body)
-	if err != nil {
-		return false // the peek accepted it; the upstream judges the rest
-	}
-	id := v.GetStringBytes("previous_response_id")
-	if id == nil {
+// with key k names (id: the peek's Previous) a previous_response_id that k
+// did not create: 404 response_not_found (the same answer as for an
+// unknown id, so a key learns nothing of another's), or 503 when the store
+// cannot answer. The peek read the id as an upstream's decoder does:
+// escapes decoded, a second or case-folded copy refused.
+func (g *Gateway) previousRefused(rc *fasthttp.RequestCtx, s router.Surface, k *clientKey, id []byte) bool {
+	if s != router.SurfaceResponses || k == nil || g.Owners == nil || id == nil {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ownerTimeout)

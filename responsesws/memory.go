@@ -30,8 +30,17 @@ const (
 	memDropped
 )
 
-// bound is the most bytes a memory holds for a max_message_bytes limit.
-func bound(maxMessage int) int { return 4 * maxMessage }
+// bound is the most bytes a memory holds: 4 x max_message_bytes, and never
+// more than max_request_bytes, since a continuation sends the memory in a
+// request (a larger one could only be refused 413, and a chain of
+// warm-ups, which make no request, would grow it with nothing checking).
+func bound(l Limits) int {
+	b := 4 * l.MaxMessageBytes
+	if l.MaxRequestBytes > 0 {
+		b = min(b, l.MaxRequestBytes)
+	}
+	return b
+}
 
 // continuation says what to do with a create naming previous: expand it
 // with the items held, refuse it, or send it as is.

@@ -5,6 +5,7 @@ package responsesws
 import (
 	"net"
 	"os"
+	"syscall"
 
 	"github.com/valyala/fasthttp"
 	"golang.org/x/sys/unix"
@@ -14,7 +15,15 @@ import (
 // returns the other. Both ends are real sockets, so the handler's cancel
 // watch can peek at its end (MSG_PEEK) as at any client's.
 func socketPair(srv *fasthttp.Server) (net.Conn, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	// SOCK_CLOEXEC is not on every unix (macOS): close-on-exec is set
+	// after, under the fork lock, as the standard library does.
+	syscall.ForkLock.RLock()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.CloseOnExec(fds[0])
+		unix.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return nil, os.NewSyscallError("socketpair", err)
 	}

@@ -15,12 +15,12 @@ import (
 // a warm-up, else through the bridge as a POST /v1/responses whose events
 // are relayed one message each.
 func (sk *socket) create(c *create) {
-	limit := bound(sk.srv.limits().MaxMessageBytes)
+	limit := bound(sk.srv.limits())
 	st := sk.mem.continuation(c)
 	if st == memDropped {
 		sk.refuse(&refusal{status: 400, typ: "invalid_request_error", code: "previous_response_not_supported",
 			message: "previous_response_id " + strconv.Quote(c.previous) + " names a response this socket no longer holds: " +
-				"its input and output passed the socket's memory (4 x server.websocket.max_message_bytes); " +
+				"its input and output passed the socket's memory (4 x server.websocket.max_message_bytes, at most server.max_request_bytes); " +
 				"send the whole input without previous_response_id"})
 		return
 	}

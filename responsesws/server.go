@@ -18,7 +18,7 @@ import (
 // for concurrent use; the zero value is not usable (New).
 type Server struct {
 	http   *fasthttp.Server
-	limits func() config.WebSocket
+	limits func() Limits
 	log    zerolog.Logger
 	up     websocket.FastHTTPUpgrader
 
@@ -33,11 +33,19 @@ type Server struct {
 	served atomic.Int64
 }
 
+// Limits are the settings of the configuration served now that bound a
+// socket: server.websocket, and server.max_request_bytes (the most a
+// bridged request, a continuation's expansion included, may be).
+type Limits struct {
+	config.WebSocket
+	MaxRequestBytes int
+}
+
 // New returns a Server bridging to http (whose Handler is the gateway's).
-// limits returns server.websocket of the configuration served now: it is
-// read for every message, so a reload applies to open sockets. log
-// receives one line per socket closed.
-func New(http *fasthttp.Server, limits func() config.WebSocket, log zerolog.Logger) *Server {
+// limits returns the Limits of the configuration served now: it is read
+// for every message, so a reload applies to open sockets. log receives one
+// line per socket closed.
+func New(http *fasthttp.Server, limits func() Limits, log zerolog.Logger) *Server {
 	s := &Server{
 		http:    http,
 		limits:  limits,

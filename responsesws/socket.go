@@ -151,13 +151,46 @@ func (sk *socket) readLoop() {
 			// and closes the socket (1009).
 			in = inbound{tooLarge: true}
 		}
-		select {
-		case sk.inbox <- in:
-		case <-sk.quit:
+		if !sk.handOver(in) {
 			return
 		}
 		if in.tooLarge {
 			return
+		}
+	}
+}
+
+// hangupEvery is how often a reader holding a message that waits its turn
+// checks that the client is still there.
+const hangupEvery = 250 * time.Millisecond
+
+// handOver gives in to the worker, waiting while it answers the messages
+// before. Meanwhile the socket reads nothing, so a client that leaves would
+// go unnoticed and the response in flight would run on, billed, for nobody
+// (over HTTP it is canceled within a second): the connection is checked
+// for a hang-up, which closes gone. It reports false when the reader is
+// done: the worker quit, or the client left.
+func (sk *socket) handOver(in inbound) bool {
+	select {
+	case sk.inbox <- in:
+		return true
+	case <-sk.quit:
+		return false
+	default:
+	}
+	tick := time.NewTicker(hangupEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case sk.inbox <- in:
+			return true
+		case <-sk.quit:
+			return false
+		case <-tick.C:
+			if hungUp(sk.raw) {
+				close(sk.gone)
+				return false
+			}
 		}
 	}
 }

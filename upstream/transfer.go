@@ -96,3 +96,8 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	setStreamDeadline(r.laddr.LocalAddr(), time.Now().Add(r.idle))
 	return r.r.Read(p)
 }
+
+// RedactReader returns r with every occurrence of t's credentials
+// replaced (see provider.RedactReader): for a stream of t's headed to a
+// client whole, such as a file's content.
+func (t *Target) RedactReader(r io.Reader) io.Reader { return provider.RedactReader(r, t.secretList()) }
