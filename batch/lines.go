@@ -60,11 +60,11 @@ type collector struct {
 	// what names a request in messages: "line" or "requests".
 	what string
 
-	n        int
-	rule     int
-	chain    []int
-	firstAt  string // names the first request, for a chain mismatch
-	surface  router.Surface // every request's
+	n       int
+	rule    int
+	chain   []int
+	firstAt string         // names the first request, for a chain mismatch
+	surface router.Surface // every request's
 	// ok[i]: chain member i serves every request's model and surface and
 	// takes them in a batch.
 	ok      []bool
