@@ -64,6 +64,7 @@ func newTestGateway(t *testing.T, yaml string, unproven bool, store tenancy.Obje
 	tg := &testGateway{g: hotpath.New(st)}
 	tg.s = &batch.Server{Gateway: tg.g, Store: store}
 	tg.g.Batches = tg.s
+	tg.g.Objects = store
 	tg.g.Fenced = func(key, target string) {
 		tg.mu.Lock()
 		tg.fenced = append(tg.fenced, key+"->"+target)
