@@ -238,13 +238,17 @@ func TestMeteringCachedAgent(t *testing.T) {
 
 			// 2. Heavy cache reads: 28 more turns, 700,000 cached tokens in
 			// all, fit the 60,000 budget; the key learns its ratio.
+			// Each turn is settled before the next is sent: on Redis a
+			// settlement lands a few milliseconds after the answer (off
+			// the request path), and while the ratio is still near 1 two
+			// unsettled reservations and a third would pass the budget.
 			for i := range 28 {
 				if a := messagesPost(t, cl, baseA, coderKey, agentBody(large, false, false)); a.status != 200 {
 					t.Fatalf("turn %d: %d %s", i, a.status, a.body)
 				}
 				used += turnCounted
+				settled(fmt.Sprintf("turn %d settled", i))
 			}
-			settled("the sequential turns settled")
 			_, status := getWith(t, cl, "http://"+da.ConsoleAddr().String()+"/api/status")
 			if !strings.Contains(status, `"name":"coder"`) || !strings.Contains(status, `"estimate_ratio":0.09`) {
 				t.Fatalf("/api/status lacks coder's learned ratio (about 0.09):\n%s", status)

@@ -60,7 +60,7 @@ func acquireTracker(g *Gateway, rc *fasthttp.RequestCtx, s router.Surface, sc *s
 	tr := trackerPool.Get().(*tracker)
 	tr.g = g
 	tr.start = rc.Time()
-	tr.reqID = append(tr.reqID[:0], rc.Response.Header.Peek(headerRequestID)...)
+	tr.reqID = append(tr.reqID[:0], sc.call.RequestID...)
 	tr.model = append(tr.model[:0], sc.peek.Model...)
 	tr.traceID = append(tr.traceID[:0], upstream.TraceIDOf(sc.call.TraceParent)...)
 	tr.names = tr.names[:0]
@@ -165,7 +165,16 @@ func (tr *tracker) StreamEnd(r upstream.Result, took time.Duration) {
 // translating adapter, into the record. Called before walkReturned, while
 // the handler still owns rc.
 func (tr *tracker) noteDropped(rc *fasthttp.RequestCtx) {
-	tr.dropped = append(tr.dropped[:0], rc.Response.Header.Peek(headerDroppedTools)...)
+	// A scan of the answer's few fields, not Peek: Peek normalizes the name
+	// on every call (about 500 instructions for this one), and the walk
+	// sets the field under its canonical name, as fasthttp stores any.
+	tr.dropped = tr.dropped[:0]
+	for k, v := range rc.Response.Header.All() {
+		if string(k) == headerDroppedTools {
+			tr.dropped = append(tr.dropped, v...)
+			break
+		}
+	}
 	if len(tr.dropped) > 0 {
 		tr.entry.DroppedTools = tr.dropped
 	}

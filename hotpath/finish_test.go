@@ -220,3 +220,27 @@ func TestFinishedNoConfigIsNotRouted(t *testing.T) {
 		t.Fatalf("record %+v, response id %q", got, rc.Response.Header.Peek("X-Request-Id"))
 	}
 }
+
+// TestNoteDropped: the record names the tools of the answer's
+// X-Gateway-Dropped-Tools field however it was set (fasthttp stores names
+// in canonical form), and nothing when the answer has none.
+func TestNoteDropped(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"", ""},
+		{"X-Gateway-Dropped-Tools", "web_search, file_search"},
+		{"x-gateway-dropped-tools", "web_search, file_search"},
+	} {
+		var rc fasthttp.RequestCtx
+		rc.Response.Header.SetCanonical([]byte("X-Request-Id"), []byte("r"))
+		rc.Response.Header.SetContentType("application/json")
+		if tc.set != "" {
+			rc.Response.Header.Set(tc.set, "web_search, file_search")
+		}
+		rc.Response.Header.SetCanonical([]byte("X-Gateway-Target"), []byte("a"))
+		tr := &tracker{dropped: []byte("stale")}
+		tr.noteDropped(&rc)
+		if got := string(tr.entry.DroppedTools); got != tc.want || (tc.want == "") != (tr.entry.DroppedTools == nil) {
+			t.Errorf("set as %q: record names %q, want %q", tc.set, got, tc.want)
+		}
+	}
+}

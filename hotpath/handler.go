@@ -111,10 +111,22 @@ func (r route) recordSurface() router.Surface {
 func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	// fasthttp recovers nothing: without this, one bad request would take
 	// every connection of the process down. An open-coded defer costs
-	// next to nothing on the fast path.
+	// next to nothing on the fast path; the returns are serve's, since a
+	// function whose returns times defers pass 15 gets frame-based ones
+	// (about 300 instructions a request here).
 	defer g.recoverPanic(rc)
-	// Every answer carries an X-Request-Id, probes' included.
-	setRequestID(rc)
+	// The request's working memory (its head among it) is pooled rather
+	// than on this frame: a committed stream is relayed beneath it, and
+	// its bytes would stay on that stack for the stream's life
+	// (TestCommittedStreamStack).
+	sc := scratchPool.Get().(*scratch)
+	defer releaseScratch(sc)
+	g.serve(rc, sc)
+}
+
+// serve is Handler's body, on the request's pooled scratch.
+func (g *Gateway) serve(rc *fasthttp.RequestCtx, sc *scratch) {
+	h := &sc.head
 	// While draining (from SIGTERM on, server.drain_delay included), each
 	// answer asks its keep-alive client to reconnect: the next request goes
 	// through the load balancer to a replica that is staying, instead of
@@ -139,13 +151,10 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	// what that pass found.
 	st := g.Load() // once: the whole request runs on this config
 	r := routeOf(rc.URI().PathOriginal())
-	// The head is pooled rather than on this frame: a committed stream is
-	// relayed beneath it, and its 216 bytes would stay on that stack for
-	// the stream's life (TestCommittedStreamStack).
-	hp := headPool.Get().(*head)
-	defer putHead(hp)
-	h := hp
-	if why := g.screenRequest(rc, st, h); why != refusedNone {
+	h.scan(&rc.Request.Header)
+	// Every answer carries an X-Request-Id, probes' included.
+	h.setRequestID(rc)
+	if why := screenHead(rc, st, h, g.onLoopback(rc)); why != refusedNone {
 		g.refuse(rc, r, why, true)
 		return
 	}
@@ -169,7 +178,7 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 			g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
 			return
 		}
-		g.proxy(rc, st, s, r == routeCountTokens, h)
+		g.proxy(rc, st, s, r == routeCountTokens, sc)
 		return
 	}
 	// The gateway's own endpoints answer GET (and HEAD, which fasthttp
@@ -221,10 +230,12 @@ func (g *Gateway) Handler(rc *fasthttp.RequestCtx) {
 	}
 }
 
-// scratch is the per-request working memory of proxy: the body peek, the
-// metadata parser, the candidate list and the walk's Call. Pooled so a
-// request allocates none of them.
+// scratch is the per-request working memory of Handler: the header
+// section's record and, for proxy, the body peek, the metadata parser, the
+// candidate list and the walk's Call. Pooled so a request allocates none
+// of them.
 type scratch struct {
+	head  head
 	peek  peek
 	meta  router.MetadataParser
 	rule  int
@@ -245,9 +256,11 @@ type scratch struct {
 var scratchPool = sync.Pool{New: func() any { return &scratch{cands: make([]*upstream.Target, 0, 8)} }}
 
 // proxy serves one API request on surface s with State st (countTokens:
-// POST /v1/messages/count_tokens) and header section h: peek, route, walk,
-// write. Handler has set X-Request-Id and screened the request.
-func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool, h *head) {
+// POST /v1/messages/count_tokens) and scratch sc, its head filled: peek,
+// route, walk, write. Handler has set X-Request-Id and screened the
+// request.
+func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens bool, sc *scratch) {
+	h := &sc.head
 	if st == nil {
 		writeNoConfig(rc)
 		g.finishEarly(rc, s, telemetry.RuleNotRouted, nil)
@@ -264,8 +277,6 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 		g.finishKeyed(rc, s, telemetry.RuleNotRouted, nil, keyName(key))
 		return
 	}
-	sc := scratchPool.Get().(*scratch)
-	defer releaseScratch(sc)
 	sc.key = key
 	if !routeHead(rc, st, s, countTokens, sc, h) || g.previousRefused(rc, s, key, sc.peek.Previous) ||
 		g.storedRefused(rc, st, s, key, sc.call.Body) {
@@ -393,7 +404,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 		return false
 	}
 
-	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens, Fence: sc.key.fenceOf()}
+	sc.call = upstream.Call{Surface: s, Stream: stream, Body: body, Model: p.Model, CountTokens: countTokens, Fence: sc.key.fenceOf(), RequestID: h.id}
 	sc.call.TraceParent, sc.call.TraceState = h.trace()
 	if sc.quota.Active() {
 		sc.call.Quota = &sc.quota
@@ -406,6 +417,7 @@ func routeHead(rc *fasthttp.RequestCtx, st *State, s router.Surface, countTokens
 }
 
 func releaseScratch(sc *scratch) {
+	sc.head = head{}
 	if sc.quota.Active() { // a request that never walked gives back what it held
 		sc.quota.Finish("", false, quota.Usage{}, time.Now())
 	}

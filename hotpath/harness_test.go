@@ -40,7 +40,7 @@ func (f fault) String() string { return faultNames[f] }
 
 // seenRequest is what a mock upstream recorded of one request.
 type seenRequest struct {
-	Path, Auth, Metadata, ClientKey, Body string
+	Path, Auth, Metadata, ClientKey, RequestID, Body string
 }
 
 // mockUpstream is a local OpenAI-compatible server on 127.0.0.1 that counts
@@ -125,6 +125,7 @@ func (m *mockUpstream) serve(rc *fasthttp.RequestCtx) {
 		Auth:      string(rc.Request.Header.Peek("Authorization")),
 		Metadata:  string(rc.Request.Header.Peek("X-Gateway-Metadata")),
 		ClientKey: string(rc.Request.Header.Peek("X-Client-Key")),
+		RequestID: string(rc.Request.Header.Peek("X-Request-Id")),
 		Body:      string(rc.PostBody()),
 	})
 	m.mu.Unlock()

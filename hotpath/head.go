@@ -9,9 +9,10 @@ import (
 // head is what one pass over a request's header section found (headers.go:
 // the section as received, never a trailer field) of every field the hot
 // path reads from it: the screen's framing and Origin checks, the client
-// key, X-Gateway-Metadata and the W3C trace context. Each is counted, so a
-// repeated field is still refused where it is refused, and its first value
-// is kept, aliasing the section's bytes (valid while the request is). A
+// key, X-Gateway-Metadata, the W3C trace context and X-Request-Id. Each is
+// counted, so a repeated field is still refused where it is refused, and
+// its first value is kept, aliasing the section's bytes (valid while the
+// request is). A
 // request's head is scanned once (Handler; expectContinue, which runs
 // before it, scans its own), kept on the stack and read by screenHead,
 // authenticateHead and routeHead. The zero value is an empty section.
@@ -31,6 +32,19 @@ type head struct {
 	auth, apiKey    []byte
 	nParent, nState int
 	parent, state   []byte
+	// clientID is the first X-Request-Id (nClientID counts them); id is
+	// the id the answer carries (setRequestID), clientID or one generated
+	// into idBuf.
+	nClientID int
+	clientID  []byte
+	id        []byte
+	idBuf     [requestIDLen]byte
+}
+
+// setRequestID sets the answer's X-Request-Id from the scanned section (see
+// putRequestID) and keeps it in h.id.
+func (h *head) setRequestID(rc *fasthttp.RequestCtx) {
+	h.id = putRequestID(rc, h.clientID, &h.idBuf)
 }
 
 // scan fills h from the header section of hdr (RawHeaders), replacing
@@ -42,11 +56,13 @@ func (h *head) scan(hdr *fasthttp.RequestHeader) {
 		// No section as received: the request was built in code (tests,
 		// tools), not parsed from the wire; a parsed request without a
 		// single field has none either, and nothing to find. The trace
-		// context has always been read through fasthttp's view of the
-		// headers, which such a request does have; it still is. Nothing
-		// else is: no Origin, client key or metadata without a section.
+		// context and X-Request-Id have always been read through
+		// fasthttp's view of the headers, which such a request does have;
+		// they still are. Nothing else is: no Origin, client key or
+		// metadata without a section.
 		h.parent, h.nParent = peekAll(hdr, "traceparent")
 		h.state, h.nState = peekAll(hdr, "tracestate")
+		h.clientID, h.nClientID = peekAll(hdr, headerRequestID)
 		return
 	}
 	s := fieldLines{raw: raw}
@@ -93,6 +109,8 @@ func (h *head) scan(hdr *fasthttp.RequestHeader) {
 				first(&h.meta, &h.nMeta, v)
 			} else if v, ok := fieldValue(line, "x-api-key"); ok {
 				first(&h.apiKey, &h.nAPIKey, v)
+			} else if v, ok := fieldValue(line, "x-request-id"); ok {
+				first(&h.clientID, &h.nClientID, v)
 			}
 		}
 	}

@@ -86,6 +86,21 @@ func randomSection(r *rand.Rand) string {
 	return b.String()
 }
 
+// folded reports whether a header section has a continuation line (its
+// first refusal may be another: h.early keeps only the first).
+func folded(raw []byte) bool {
+	s := fieldLines{raw: raw}
+	for {
+		line, ok := s.next()
+		if !ok {
+			return false
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return true
+		}
+	}
+}
+
 // sameBytes reports whether a and b are the same slice of the same bytes
 // (both nil, or equal and at one address).
 func sameBytes(a, b []byte) bool {
@@ -120,7 +135,13 @@ auth: {keys: [{name: open, key: sy-open}]}
 	parsed := 0
 	const runs = 30000
 	for range runs {
-		head0 := "POST /v1/chat/completions HTTP/1.1\r\nHost: " + hosts[r.IntN(len(hosts))] + "\r\n" + randomSection(r) + "\r\n"
+		// One request in four names an authority in its request line
+		// (absolute form), the same as its Host or another.
+		target := "/v1/chat/completions"
+		if r.IntN(4) == 0 {
+			target = "http://" + hosts[r.IntN(len(hosts))] + target
+		}
+		head0 := "POST " + target + " HTTP/1.1\r\nHost: " + hosts[r.IntN(len(hosts))] + "\r\n" + randomSection(r) + "\r\n"
 		var hdr fasthttp.RequestHeader
 		if err := hdr.Read(bufio.NewReader(strings.NewReader(head0))); err != nil {
 			seen["fasthttp refused"]++
@@ -186,7 +207,7 @@ auth: {keys: [{name: open, key: sy-open}]}
 			// value, the pass does not, and the screen refuses it before
 			// anything reads a trace context (a refused request's log line
 			// reads it through fasthttp's view still: upstream.TraceID).
-			if h.early == refusedFolding {
+			if folded(raw) {
 				continue
 			}
 			wp, ws := refTraceContext(&hdr)

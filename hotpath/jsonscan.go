@@ -344,6 +344,12 @@ func matchKey(raw []byte, keys []routingKey) (k *routingKey, exact bool, err err
 	if len(raw) > maxKeyBytes || len(raw) == 0 {
 		return nil, false, nil
 	}
+	// Fast path: the key as routed on, written plainly.
+	for j := range keys {
+		if string(raw) == keys[j].name {
+			return &keys[j], true, nil
+		}
+	}
 	name := raw
 	ascii := true
 	for _, c := range raw {
@@ -364,9 +370,11 @@ func matchKey(raw []byte, keys []routingKey) (k *routingKey, exact bool, err err
 			return nil, false, nil
 		}
 	}
-	for j := range keys {
-		if string(name) == keys[j].name {
-			return &keys[j], true, nil
+	if !ascii {
+		for j := range keys { // written with escapes
+			if string(name) == keys[j].name {
+				return &keys[j], true, nil
+			}
 		}
 	}
 	for j := range keys {

@@ -42,16 +42,29 @@ var requestIDPrefix = func() [12]byte {
 // requestIDSeq numbers generated ids within the process.
 var requestIDSeq atomic.Uint64
 
-// setRequestID echoes the client's X-Request-Id on the response when it is
-// valid (validClientRequestID), or generates one and sets it on the request
-// as well: "<process prefix>-<16 hex digits of a counter>". Generation is a
-// counter increment and a stack buffer; it allocates nothing.
+// requestIDLen is the length of a generated id: "<process prefix>-<16 hex
+// digits of a counter>".
+const requestIDLen = 12 + 1 + 16
+
+// setRequestID sets X-Request-Id on rc's response: the request's own when
+// it is valid (validClientRequestID), else a generated one. For the answers
+// written outside Handler (fasthttp's read errors, an Expect refusal);
+// Handler uses head.setRequestID, from the header section it scanned.
 func setRequestID(rc *fasthttp.RequestCtx) {
-	if id := rc.Request.Header.PeekBytes(headerRequestIDBytes); validClientRequestID(id) {
-		rc.Response.Header.SetCanonical(headerRequestIDBytes, id)
-		return
+	var buf [requestIDLen]byte
+	putRequestID(rc, rc.Request.Header.PeekBytes(headerRequestIDBytes), &buf)
+}
+
+// putRequestID sets X-Request-Id on rc's response to client (the id the
+// request came with, nil: none) when it is valid, else to an id generated
+// into buf, and returns the id set. The request itself is not touched:
+// what the walk forwards (Call.RequestID) and what the access log records
+// is this id. Generation is a counter increment; it allocates nothing.
+func putRequestID(rc *fasthttp.RequestCtx, client []byte, buf *[requestIDLen]byte) []byte {
+	if validClientRequestID(client) {
+		rc.Response.Header.SetCanonical(headerRequestIDBytes, client)
+		return client
 	}
-	var buf [12 + 1 + 16]byte
 	copy(buf[:12], requestIDPrefix[:])
 	buf[12] = '-'
 	n := requestIDSeq.Add(1)
@@ -60,9 +73,7 @@ func setRequestID(rc *fasthttp.RequestCtx) {
 		n >>= 4
 	}
 	rc.Response.Header.SetCanonical(headerRequestIDBytes, buf[:])
-	// The request carries the id too, so everything after this point (the
-	// walk, the access log) sees one id whichever way it looks.
-	rc.Request.Header.SetCanonical(headerRequestIDBytes, buf[:])
+	return buf[:]
 }
 
 // headerRequestIDBytes is headerRequestID, already in the canonical form

@@ -303,19 +303,44 @@ func TestRequestIDWithUnsafeBytesReplaced(t *testing.T) {
 	for _, id := range []string{"a\r\nX-Injected: 1", "a\nb", "a\rb", "esc\x1b[31m", "tab\tid", "sp ace", "caf\xc3\xa9", "nul\x00"} {
 		var rc fasthttp.RequestCtx
 		rc.Request.Header.Set("X-Request-Id", id)
-		setRequestID(&rc)
+		var h head
+		h.scan(&rc.Request.Header)
+		h.setRequestID(&rc)
 		got := string(rc.Response.Header.Peek("X-Request-Id"))
-		fwd := string(rc.Request.Header.Peek("X-Request-Id"))
-		if got == id || len(got) != 29 || fwd != got {
-			t.Errorf("client id %q: response %q, forwarded %q; want a generated id on both", id, got, fwd)
+		if got == id || len(got) != 29 || string(h.id) != got {
+			t.Errorf("client id %q: response %q, kept %q; want one generated id on both", id, got, h.id)
 		}
 	}
 	for _, id := range []string{"client-id-1", "6f1e2c1a-8d9b-4b7e-9d1f-0b9a4f3c2e11", "a/b:c=d~!", strings.Repeat("z", 128)} {
 		var rc fasthttp.RequestCtx
 		rc.Request.Header.Set("X-Request-Id", id)
-		setRequestID(&rc)
-		if got := string(rc.Response.Header.Peek("X-Request-Id")); got != id {
-			t.Errorf("valid client id %q echoed as %q", id, got)
+		var h head
+		h.scan(&rc.Request.Header)
+		h.setRequestID(&rc)
+		if got := string(rc.Response.Header.Peek("X-Request-Id")); got != id || string(h.id) != id {
+			t.Errorf("valid client id %q echoed as %q, kept %q", id, got, h.id)
+		}
+	}
+	// Through the gateway: the upstream sees the answer's id, never the
+	// client's unsafe one.
+	ms := fiveMocks(t)
+	tg := startGateway(t, routingConfig, ms...)
+	for i, id := range []string{"sp ace", "tab\tid", "caf\xc3\xa9", "client-id-2"} {
+		r := tg.do("POST", "/v1/chat/completions", `{"model":"gpt-4o","user":"u`+strconv.Itoa(i)+`"}`, "X-Request-Id", id)
+		got := r.Header["X-Request-Id"]
+		if r.Status != 200 || (id == "client-id-2") != (got == id) || (got != id && len(got) != 29) {
+			t.Errorf("client id %q: %d, answer's id %q", id, r.Status, got)
+		}
+		var fwd []string
+		for _, m := range ms {
+			for _, q := range m.requests() {
+				if strings.Contains(q.Body, `"u`+strconv.Itoa(i)+`"`) {
+					fwd = append(fwd, q.RequestID)
+				}
+			}
+		}
+		if len(fwd) != 1 || fwd[0] != got {
+			t.Errorf("client id %q: upstream saw %q, the answer carries %q", id, fwd, got)
 		}
 	}
 }

@@ -59,8 +59,13 @@ func screenHead(rc *fasthttp.RequestCtx, st *State, h *head, loopback bool) refu
 	if h.nTE > 0 && h.nCL > 0 {
 		return refusedTEAndLength
 	}
-	if loopback && (!hostAllowed(rc.Request.Header.Host(), st) || !hostAllowed(rc.URI().Host(), st)) {
-		return refusedHost
+	if loopback {
+		// The URI's host is the Host header's unless the request line
+		// named another (absolute form): then both are checked.
+		host, uriHost := rc.Request.Header.Host(), rc.URI().Host()
+		if !hostAllowed(host, st) || !bytes.Equal(uriHost, host) && !hostAllowed(uriHost, st) {
+			return refusedHost
+		}
 	}
 	if h.nOrigin > 0 && (h.nOrigin > 1 || !originAllowed(h.origin, st)) {
 		return refusedOrigin
@@ -182,7 +187,8 @@ func hostAllowed(host []byte, st *State) bool {
 	if !ok {
 		return false
 	}
-	if equalFoldLower(name, "localhost") || string(name) == "[::1]" || ipv4Loopback(name) {
+	// The usual names first: ipv4Loopback parses a dotted quad.
+	if string(name) == "127.0.0.1" || equalFoldLower(name, "localhost") || string(name) == "[::1]" || ipv4Loopback(name) {
 		return true
 	}
 	if st != nil {

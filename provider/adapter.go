@@ -97,9 +97,11 @@ type Endpoint struct {
 	// Token supplies an OAuth 2.0 access token (azure with Entra ID client
 	// credentials, vertex); nil = none.
 	Token *TokenSource
-	// uris holds the adapter's fixed request URIs, parsed once (see
-	// PrepareURIs); nil in an Endpoint built by hand: parsed per attempt.
-	uris endpointURIs
+	// uris holds the adapter's fixed request URIs, parsed once, and bearer
+	// "Bearer <APIKey>" (see Prepare); nil in an Endpoint built by hand:
+	// built per attempt.
+	uris   endpointURIs
+	bearer []byte
 }
 
 // Call describes one proxied request; every attempt of a walk shares it.
@@ -122,6 +124,10 @@ type Call struct {
 	// forward, as TraceContext returned them (validated; nil = none).
 	// Borrowed like Body.
 	TraceParent, TraceState []byte
+	// RequestID is the X-Request-Id the client's answer carries, forwarded
+	// upstream (nil: the walk reads it from the answer's header). Borrowed
+	// like Body.
+	RequestID []byte
 	// Quota checks each member's own limits as the walk reaches it; nil =
 	// none (docs/quotas.md).
 	Quota MemberQuota

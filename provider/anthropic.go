@@ -24,7 +24,7 @@ func newAnthropicAdapter() Adapter { return anthropicAdapter{} }
 func (anthropicAdapter) Surfaces() router.SurfaceSet { return anthropicSurfaces }
 
 // uriPaths lists the paths under base_url it sends to, the pass-through's
-// included (see PrepareURIs).
+// included (see Prepare).
 func (anthropicAdapter) uriPaths() []string { return messagesAdapter{}.uriPaths() }
 
 // BuildRequest translates the client's chat body into a Messages request.

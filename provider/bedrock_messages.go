@@ -283,25 +283,48 @@ func (f *betaFilter) appendArray(dst, value []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// appendFlag appends flag when allowed holds it and it was not written yet.
+// bedrockBetaAliases are first-party beta flags that Bedrock takes under
+// another name: the flag, then Bedrock's. Claude Code sends the first when
+// it believes it speaks to Anthropic and the second in its own Bedrock mode
+// (docs/providers.md, Claude Code on Bedrock).
+var bedrockBetaAliases = [...][2]string{
+	// Tool search: defer_loading tools and tool_reference blocks.
+	{"advanced-tool-use-2025-11-20", "tool-search-tool-2025-10-19"},
+}
+
+// appendFlag appends flag when allowed holds it, or else the name Bedrock
+// gives it when allowed holds that, and it was not written yet.
 func (f *betaFilter) appendFlag(dst, flag []byte) []byte {
-	for i, a := range f.allowed {
-		if a != string(flag) {
-			continue
+	i := f.index(flag)
+	for _, a := range bedrockBetaAliases {
+		if i < 0 && a[0] == string(flag) {
+			i = f.index(byteconv.Bytes(a[1]))
 		}
-		if i < MaxAnthropicBetas {
-			if f.seen&(1<<i) != 0 {
-				return dst
-			}
-			f.seen |= 1 << i
-		}
-		if f.n > 0 {
-			dst = append(dst, ',')
-		}
-		f.n++
-		return AppendJSONString(dst, a)
 	}
-	return dst
+	if i < 0 {
+		return dst
+	}
+	if i < MaxAnthropicBetas {
+		if f.seen&(1<<i) != 0 {
+			return dst
+		}
+		f.seen |= 1 << i
+	}
+	if f.n > 0 {
+		dst = append(dst, ',')
+	}
+	f.n++
+	return AppendJSONString(dst, f.allowed[i])
+}
+
+// index returns flag's position in allowed, or -1.
+func (f *betaFilter) index(flag []byte) int {
+	for i, a := range f.allowed {
+		if a == string(flag) {
+			return i
+		}
+	}
+	return -1
 }
 
 // appendCountTokensBody appends the CountTokens request for c:

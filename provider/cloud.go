@@ -23,10 +23,7 @@ func setBearer(req *fasthttp.Request, ep *Endpoint) error {
 		req.Header.SetBytesV(fasthttp.HeaderAuthorization, h)
 		return nil
 	}
-	if ep.APIKey != "" {
-		var buf [256]byte
-		req.Header.SetBytesV(fasthttp.HeaderAuthorization, append(append(buf[:0], "Bearer "...), ep.APIKey...))
-	}
+	ep.setAPIKeyBearer(req)
 	return nil
 }
 

@@ -30,7 +30,7 @@ const (
 	countTokensPath = "/v1/messages/count_tokens"
 )
 
-// uriPaths lists the paths under base_url it sends to (see PrepareURIs).
+// uriPaths lists the paths under base_url it sends to (see Prepare).
 func (messagesAdapter) uriPaths() []string { return []string{messagesPath, countTokensPath} }
 
 // Surfaces implements Adapter: messages.

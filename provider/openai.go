@@ -29,7 +29,7 @@ var openAIPaths = [router.NumSurfaces]string{
 	router.SurfaceResponses:   "/responses",
 }
 
-// uriPaths lists the paths under base_url it sends to (see PrepareURIs).
+// uriPaths lists the paths under base_url it sends to (see Prepare).
 func (OpenAIAdapter) uriPaths() []string {
 	var p []string
 	for _, path := range openAIPaths {
@@ -53,12 +53,7 @@ func (OpenAIAdapter) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call, 
 	req.Header.SetMethod(fasthttp.MethodPost)
 	ep.setRequestURI(req, openAIPaths[c.Surface])
 	req.Header.SetContentType("application/json")
-	if ep.APIKey != "" {
-		// Assembled in a stack buffer that the request copies: a string
-		// concatenation over 32 bytes (any real key) would allocate.
-		var buf [256]byte
-		req.Header.SetBytesV(fasthttp.HeaderAuthorization, append(append(buf[:0], "Bearer "...), ep.APIKey...))
-	}
+	ep.setAPIKeyBearer(req)
 	return setPassThroughBody(req, c, upstreamModel)
 }
 

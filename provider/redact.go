@@ -22,6 +22,9 @@ const maxSecrets = 6
 // Secret is one credential to redact and the set of its bytes.
 type Secret struct {
 	value []byte
+	// rare is the index in value of its least common byte in answers
+	// (byteRank), which index looks for first.
+	rare int
 	// bytes holds the bytes of value (utf8.RuneSelf standing for any
 	// non-ASCII one): an escape decoding to another byte cannot be part of
 	// an occurrence.
@@ -52,8 +55,53 @@ func appendSecret(ss []Secret, v string) []Secret {
 	for i := range len(v) {
 		c := min(v[i], utf8.RuneSelf) // any non-ASCII byte as one
 		s.bytes[c>>6] |= 1 << (c & 63)
+		if byteRank[v[i]] > byteRank[v[s.rare]] {
+			s.rare = i
+		}
 	}
 	return append(ss, s)
+}
+
+// commonBytes lists the bytes of answers (JSON around English text) from
+// the most common on; byteRank is each byte's place, later = rarer, and
+// 255 for one not listed (capitals, most punctuation, non-ASCII).
+const commonBytes = ` etaoinsrhldcu"mfpgwyb,:.{}01v2k3456789-_/xjqz`
+
+var byteRank = func() (r [256]uint8) {
+	for i := range r {
+		r[i] = 255
+	}
+	for i := range len(commonBytes) {
+		r[commonBytes[i]] = uint8(i)
+	}
+	return r
+}()
+
+// index is bytes.Index(b, s.value). It looks for the secret's rarest byte
+// (rare) with IndexByte and compares the rest where it finds one:
+// bytes.Index looks for the first byte, and a key's first bytes ("sk-",
+// "bench") are common letters of the text around it. After more misses
+// than bytes.Index would take, it hands the rest to bytes.Index.
+func (s *Secret) index(b []byte) int {
+	v, k := s.value, s.rare
+	for from, misses := 0, 0; from+len(v) <= len(b); misses++ {
+		i := bytes.IndexByte(b[from+k:len(b)-len(v)+k+1], v[k])
+		if i < 0 {
+			return -1
+		}
+		at := from + i
+		if bytes.Equal(b[at:at+len(v)], v) {
+			return at
+		}
+		from = at + 1
+		if misses > 4+from>>4 {
+			if j := bytes.Index(b[from:], v); j >= 0 {
+				return from + j
+			}
+			return -1
+		}
+	}
+	return -1
 }
 
 // Redact replaces every occurrence of secrets in b with [REDACTED] and
@@ -132,7 +180,7 @@ func findSecret(b []byte, from int, s *Secret, escaped bool) span {
 			q, c, w = nextEscape(b, p, &s.bytes)
 		}
 		if q < 0 {
-			if i := bytes.Index(b[p:], v); i >= 0 {
+			if i := s.index(b[p:]); i >= 0 {
 				return span{p + i, p + i + len(v)}
 			}
 			return noSpan
@@ -140,7 +188,7 @@ func findSecret(b []byte, from int, s *Secret, escaped bool) span {
 		// Fast path: an occurrence wholly before the escape at q is
 		// literal.
 		if q-p >= len(v) {
-			if i := bytes.Index(b[p:q], v); i >= 0 {
+			if i := s.index(b[p:q]); i >= 0 {
 				return span{p + i, p + i + len(v)}
 			}
 		}

@@ -75,7 +75,7 @@ func BenchmarkMessagesBuild(b *testing.B) {
 		} {
 			b.Run(v.name+"/"+label, func(b *testing.B) {
 				ep := &Endpoint{BaseURL: "https://api.example.com/v1", APIKey: "sk-test"}
-				ep.PrepareURIs(OpenAIAdapter{})
+				ep.Prepare(OpenAIAdapter{})
 				b.ReportAllocs()
 				b.SetBytes(int64(len(body)))
 				defer reportCPU(b, cputime.Process())

@@ -100,31 +100,57 @@ func readUsageParts(body []byte) (p usageParts, ok bool) {
 // lastIndexWindow is how far back lastIndex searches at a time.
 const lastIndexWindow = 4 << 10
 
-// lastIndex is bytes.LastIndex(b, sep) for a short sep, searching windows
-// from the end with bytes.Index: LastIndex compares byte by byte, Index
-// runs vectorized, several times faster on a megabyte without sep.
+// lastIndexChunk and lastIndexTail: lastIndex looks at the last
+// lastIndexTail bytes first, lastIndexChunk bytes at a time. Over at most
+// 64 bytes (bytealg.MaxBruteForce) bytes.Index is one vector compare loop;
+// over more it hops between occurrences of sep's first byte, and a quote
+// is every few bytes of JSON. A usage object is near the end of an answer.
+const (
+	lastIndexChunk = 64
+	lastIndexTail  = 4 * lastIndexChunk
+)
+
+// lastIndex is bytes.LastIndex(b, sep) for a short sep (under
+// lastIndexChunk/2 bytes): the tail first (see lastIndexTail), then
+// windows from the end with bytes.Index: LastIndex compares byte by byte,
+// Index runs vectorized, several times faster on a megabyte without sep.
 func lastIndex(b, sep []byte) int {
 	end := len(b)
+	// Fast path: the tail, a chunk at a time from the end.
+	for stop := max(end-lastIndexTail, 0); end >= len(sep) && end > stop && len(sep) < lastIndexChunk/2; {
+		start := max(end-lastIndexChunk, 0)
+		if found := lastIn(b, sep, start, end); found >= 0 {
+			return found
+		}
+		if start == 0 {
+			return -1
+		}
+		end = start + len(sep) - 1 // an occurrence may straddle the edge
+	}
 	for end >= len(sep) {
 		start := max(end-lastIndexWindow, 0)
-		found := -1
-		for from := start; ; {
-			j := bytes.Index(b[from:end], sep)
-			if j < 0 {
-				break
-			}
-			found = from + j
-			from = found + 1
-		}
-		if found >= 0 {
+		if found := lastIn(b, sep, start, end); found >= 0 {
 			return found
 		}
 		if start == 0 {
 			break
 		}
-		end = start + len(sep) - 1 // an occurrence may straddle the edge
+		end = start + len(sep) - 1
 	}
 	return -1
+}
+
+// lastIn returns the index in b of the last sep within b[start:end], or -1.
+func lastIn(b, sep []byte, start, end int) int {
+	found := -1
+	for from := start; ; {
+		j := bytes.Index(b[from:end], sep)
+		if j < 0 {
+			return found
+		}
+		found = from + j
+		from = found + 1
+	}
 }
 
 // usageAt reads the usage at body[i:], where `"usage"` occurs. definite is

@@ -169,8 +169,10 @@ func TestReadUsageLargeBodies(t *testing.T) {
 
 func TestLastIndexMatchesBytes(t *testing.T) {
 	sep := []byte(`"usage"`)
-	for _, n := range []int{0, 3, 7, 100, lastIndexWindow - 3, lastIndexWindow, 3*lastIndexWindow + 5} {
-		for _, at := range []int{-1, 0, 1, lastIndexWindow - 4, lastIndexWindow - 7, lastIndexWindow - 1, n - 7, n / 2} {
+	for _, n := range []int{0, 3, 7, 100, lastIndexChunk - 1, lastIndexChunk + 3, lastIndexTail - 5, lastIndexTail + 6,
+		lastIndexWindow - 3, lastIndexWindow, lastIndexWindow + lastIndexTail + 2, 3*lastIndexWindow + 5} {
+		for _, at := range []int{-1, 0, 1, lastIndexWindow - 4, lastIndexWindow - 7, lastIndexWindow - 1, n - 7, n / 2,
+			n - lastIndexChunk - 3, n - lastIndexChunk - 7, n - lastIndexTail - 3, n - lastIndexTail - 7, n - lastIndexTail - lastIndexWindow - 2} {
 			b := bytes.Repeat([]byte("x"), n)
 			if at >= 0 && at+len(sep) <= n {
 				copy(b[at:], sep)

@@ -145,7 +145,7 @@ func (p *Pool) Target(ct *config.Target) (*Target, error) {
 		},
 	}
 	t.secrets = secretsOf(&t.Endpoint)
-	t.Endpoint.PrepareURIs(ad)
+	t.Endpoint.Prepare(ad)
 	bs := BreakerSettings{
 		FailureThreshold: ct.CircuitBreaker.FailureThreshold,
 		SuccessThreshold: ct.CircuitBreaker.SuccessThreshold,

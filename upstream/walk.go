@@ -427,7 +427,9 @@ func (w *walk) attempt(t *Target, ad Adapter, model []byte, ticket Ticket) (o ou
 	// Only the request id and the W3C trace context pass from the client;
 	// BuildRequest set everything else, so the client's Authorization,
 	// X-Gateway-Metadata and hop-by-hop headers never reach the upstream.
-	if id := w.rc.Response.Header.PeekBytes(headerRequestID); len(id) > 0 {
+	if id := w.call.RequestID; len(id) > 0 {
+		req.Header.SetCanonical(headerRequestID, id)
+	} else if id := w.rc.Response.Header.PeekBytes(headerRequestID); len(id) > 0 {
 		req.Header.SetCanonical(headerRequestID, id)
 	} else if id := w.rc.Request.Header.PeekBytes(headerRequestID); len(id) > 0 {
 		req.Header.SetCanonical(headerRequestID, id)

@@ -40,7 +40,7 @@ func MessagesToChat(dst, body []byte, o Options) (out []byte, dropped []string, 
 	dst = append(dst, `{"model":`...)
 	dst = appendString(dst, o.Model)
 	dst = append(dst, `,"messages":[`...)
-	if dst, err = w.system(dst, f.system); err != nil {
+	if dst, err = w.system(dst, f.system, rootLoc("system")); err != nil {
 		return dst, nil, err
 	}
 	if dst, err = w.messages(dst, f.messages); err != nil {
@@ -137,9 +137,10 @@ func (w *msgWriter) undo(dst []byte, m mark) []byte {
 	return dst[:m.n]
 }
 
-// system writes the system prompt, a string or text blocks (joined by a
-// blank line; cache_control and citations dropped), as one system message.
-func (w *msgWriter) system(dst []byte, v *fastjson.Value) ([]byte, error) {
+// system writes a system prompt, a string or text blocks (joined by a
+// blank line; cache_control and citations dropped), as one system message:
+// the top-level system, or a system message of the conversation at path.
+func (w *msgWriter) system(dst []byte, v *fastjson.Value, path loc) ([]byte, error) {
 	m := w.mark(dst)
 	dst = w.open(dst, "system")
 	dst = append(dst, `,"content":`...)
@@ -151,12 +152,12 @@ func (w *msgWriter) system(dst []byte, v *fastjson.Value) ([]byte, error) {
 	}
 	blocks := v.GetArray()
 	if blocks == nil && v.Type() != fastjson.TypeArray {
-		return dst, pathError(rootLoc("system"), "must be a string or an array of text blocks")
+		return dst, pathError(path, "must be a string or an array of text blocks")
 	}
 	dst = append(dst, '"')
 	n := 0
 	for i, b := range blocks {
-		typ, err := blockType(b, rootLoc("system").index(i))
+		typ, err := blockType(b, path.index(i))
 		if err != nil {
 			return dst, err
 		}
@@ -168,7 +169,7 @@ func (w *msgWriter) system(dst []byte, v *fastjson.Value) ([]byte, error) {
 		}
 		var ok bool
 		if dst, ok = appendRawInner(dst, b.Get("text")); !ok {
-			return dst, pathError(rootLoc("system").index(i), "a text block needs a string text")
+			return dst, pathError(path.index(i), "a text block needs a string text")
 		}
 		n++
 	}
@@ -190,7 +191,7 @@ func blockType(b *fastjson.Value, path loc) (string, error) {
 	return byteconv.String(typ), nil // views the parser's memory: compared, not kept
 }
 
-// messages writes the conversation.
+// messages writes the conversation: user, assistant and system messages.
 func (w *msgWriter) messages(dst []byte, v *fastjson.Value) ([]byte, error) {
 	var err error
 	for i, m := range v.GetArray() {
@@ -208,8 +209,12 @@ func (w *msgWriter) messages(dst []byte, v *fastjson.Value) ([]byte, error) {
 			dst, err = w.user(dst, content, path.key("content"))
 		case "assistant":
 			dst, err = w.assistant(dst, content, path.key("content"))
+		case "system":
+			// A mid-conversation system message (Claude Code sends one
+			// after the first user turn): a chat system message in place.
+			dst, err = w.system(dst, content, path.key("content"))
 		default:
-			return dst, pathError(path.key("role"), `must be "user" or "assistant"`)
+			return dst, pathError(path.key("role"), `must be "user", "assistant" or "system"`)
 		}
 		if err != nil {
 			return dst, err

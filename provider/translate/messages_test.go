@@ -45,6 +45,12 @@ func TestMessagesToChat(t *testing.T) {
 		{"system as blocks: one system message, joined by a blank line; cache_control dropped", Options{},
 			`{"model":"c","system":[{"type":"text","text":"You are Claude Code."},{"type":"text","text":"Rules.","cache_control":{"type":"ephemeral"}}],` + oneUser + `}`,
 			`{"model":"m","messages":[{"role":"system","content":"You are Claude Code.\n\nRules."},{"role":"user","content":"hi"}]}`},
+		{"a system message in the conversation (Claude Code's mid-conversation system) is a system message in place", Options{},
+			`{"model":"c","system":"S","messages":[{"role":"user","content":"hi"},{"role":"system","content":"Agents: Explore."},` +
+				`{"role":"assistant","content":"ok"},{"role":"system","content":[{"type":"text","text":"a"},{"type":"text","text":"b","cache_control":{"type":"ephemeral"}}]},` +
+				`{"role":"user","content":"go"}]}`,
+			`{"model":"m","messages":[{"role":"system","content":"S"},{"role":"user","content":"hi"},{"role":"system","content":"Agents: Explore."},` +
+				`{"role":"assistant","content":"ok"},{"role":"system","content":"a\n\nb"},{"role":"user","content":"go"}]}`},
 		{"text blocks: one is a string, several are text parts", Options{},
 			`{"model":"c","messages":[{"role":"user","content":[{"type":"text","text":"a"}]},{"role":"assistant","content":"b"},{"role":"user","content":[{"type":"text","text":"c"},{"type":"text","text":"d","citations":[]}]}]}`,
 			`{"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":[{"type":"text","text":"c"},{"type":"text","text":"d"}]}]}`},
@@ -186,7 +192,9 @@ func TestMessagesToChatRefuses(t *testing.T) {
 		{`{"model":"c"}`, "messages: an array of messages is required"},
 		{`{"model":"c","messages":"hi"}`, "messages: an array of messages is required"},
 		{`{"model":"c","messages":[1]}`, "messages.0: a message must be an object"},
-		{`{"model":"c","messages":[{"role":"system","content":"x"}]}`, `messages.0.role: must be "user" or "assistant"`},
+		{`{"model":"c","messages":[{"role":"tool","content":"x"}]}`, `messages.0.role: must be "user", "assistant" or "system"`},
+		{`{"model":"c","messages":[{"role":"user","content":"x"},{"role":"system","content":7}]}`, "messages.1.content: must be a string or an array of text blocks"},
+		{`{"model":"c","messages":[{"role":"system","content":[{"type":"text","text":1}]}]}`, "messages.0.content.0: a text block needs a string text"},
 		{`{"model":"c","messages":[{"role":"user"}]}`, "messages.0: a message needs content"},
 		{`{"model":"c","messages":[{"role":"user","content":7}]}`, "messages.0.content: must be a string or an array of content blocks"},
 		{`{"model":"c","messages":[{"role":"user","content":["hi"]}]}`, "messages.0.content.0: a content block must be an object"},

@@ -23,6 +23,27 @@ func TestResponsesToChatAllocs(t *testing.T) {
 	}
 }
 
+// A turn of Codex's client-executed tool search (its call, the tools it
+// loaded) translates without allocating either.
+func TestResponsesToChatToolSearchAllocs(t *testing.T) {
+	body := []byte(`{"model":"gpt-5.5","stream":true,"tools":[{"type":"function","name":"exec_command"},` +
+		`{"type":"tool_search","execution":"client","description":"Find tools.","parameters":{"type":"object","properties":{"query":{"type":"string"}}}},{"type":"web_search"}],"input":[` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]},` +
+		`{"type":"tool_search_call","call_id":"c1","execution":"client","arguments":{"query":"echo","limit":8}},` +
+		`{"type":"tool_search_output","call_id":"c1","execution":"client","tools":[{"type":"namespace","name":"mcp__echo","tools":[` +
+		`{"type":"function","name":"say","defer_loading":true,"parameters":{"type":"object"}}]}]}]}`)
+	opt := Options{Model: []byte("claude-sonnet-4-5"), Stream: true}
+	var dst []byte
+	if n := testing.AllocsPerRun(50, func() {
+		var err error
+		if dst, _, err = ResponsesToChat(dst[:0], body, opt); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per request", n)
+	}
+}
+
 func TestChatToResponsesAllocs(t *testing.T) {
 	var dst []byte
 	if n := testing.AllocsPerRun(100, func() {

@@ -194,24 +194,36 @@ type respCallItem struct {
 	tool   respToolName
 }
 
-// appendRespCallItemID appends the quoted item id of call c: fc_ (function)
-// or ctc_ (custom) and the call id's id-safe bytes.
+// appendRespCallItemID appends the quoted item id of call c: fc_ (function),
+// ctc_ (custom) or tsc_ (tool search) and the call id's id-safe bytes.
 func appendRespCallItemID(dst []byte, c *respCallItem) []byte {
-	if c.tool.custom {
+	switch {
+	case c.tool.search:
+		dst = append(dst, `"tsc_`...)
+	case c.tool.custom:
 		dst = append(dst, `"ctc_`...)
-	} else {
+	default:
 		dst = append(dst, `"fc_`...)
 	}
 	dst = appendRespIDPart(dst, c.callID, 96)
 	return append(dst, '"')
 }
 
-// appendRespCallItem appends a function_call item, or a custom_tool_call item
-// for a custom tool; payload is the arguments (function) or the input
+// appendRespCallItem appends a function_call item, a custom_tool_call item
+// for a custom tool, or a tool_search_call item for the client's tool
+// search; payload is the arguments (function, tool search) or the input
 // (custom).
 func appendRespCallItem(dst []byte, c *respCallItem, status string, payload string) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = appendRespCallItemID(dst, c)
+	if c.tool.search {
+		dst = append(dst, `,"type":"tool_search_call","status":`...)
+		dst = jsonw.String(dst, status)
+		dst = append(dst, `,"execution":"client","arguments":`...)
+		dst = appendRespSearchArguments(dst, payload)
+		dst = appendRespKeyString(dst, "call_id", c.callID)
+		return append(dst, '}')
+	}
 	if c.tool.custom {
 		dst = append(dst, `,"type":"custom_tool_call","status":`...)
 		dst = jsonw.String(dst, status)

@@ -72,6 +72,19 @@ var respAnswerCases = []struct {
 			"parallel_tool_calls":true,"previous_response_id":null,"temperature":null,"tool_choice":"auto","tools":[],"top_p":null,"truncation":"disabled",
 			"usage":null,"user":null,"metadata":{}}`,
 	},
+	{
+		name: "a call of the client's tool search is a tool_search_call with its arguments as an object; arguments that are not one stay a string",
+		chat: `{"id":"msg_02","created":1,"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[
+				{"id":"toolu_4","type":"function","function":{"name":"tool_search--client","arguments":"{ \"query\": \"echo say\",\n \"limit\": 8 }"}},
+				{"id":"toolu_5","type":"function","function":{"name":"tool_search--client","arguments":"echo"}}]},
+			"finish_reason":"tool_calls"}]}`,
+		want: `{"id":"resp_msg_02","object":"response","created_at":1,"status":"completed","background":false,"error":null,"incomplete_details":null,
+			"instructions":null,"max_output_tokens":null,"model":"gpt-5.1-codex","output":[
+				{"id":"tsc_toolu_4","type":"tool_search_call","status":"completed","execution":"client","arguments":{"query":"echo say","limit":8},"call_id":"toolu_4"},
+				{"id":"tsc_toolu_5","type":"tool_search_call","status":"completed","execution":"client","arguments":"echo","call_id":"toolu_5"}],
+			"parallel_tool_calls":true,"previous_response_id":null,"temperature":null,"tool_choice":"auto","tools":[],"top_p":null,"truncation":"disabled",
+			"usage":null,"user":null,"metadata":{}}`,
+	},
 }
 
 func TestChatToResponses(t *testing.T) {

@@ -19,7 +19,7 @@ const (
 	respKindOutput                      // a tool message
 )
 
-func respKindOf(typ string) respItemKind {
+func respKindOf(it *fastjson.Value, typ string) respItemKind {
 	switch typ {
 	case "message":
 		return respKindMessage
@@ -27,6 +27,14 @@ func respKindOf(typ string) respItemKind {
 		return respKindCall
 	case "function_call_output", "custom_tool_call_output":
 		return respKindOutput
+	case "tool_search_call":
+		if respClientExecuted(it) {
+			return respKindCall
+		}
+	case "tool_search_output":
+		if respClientExecuted(it) {
+			return respKindOutput
+		}
 	}
 	return respKindSkip
 }
@@ -71,7 +79,7 @@ func (r *respRequest) conversation(root *fastjson.Value) error {
 			return &Error{Status: 400, Code: respCodeUnsupported,
 				Message: respAt("input", i) + ": item_reference is not supported by this model's provider, which keeps no items: send the item itself"}
 		}
-		kind := respKindOf(typ)
+		kind := respKindOf(it, typ)
 		if imagesFrom >= 0 && (kind == respKindMessage || kind == respKindCall) {
 			r.outputImages(items[imagesFrom:i])
 			imagesFrom = -1
@@ -80,8 +88,12 @@ func (r *respRequest) conversation(root *fastjson.Value) error {
 		case respKindMessage:
 			err = r.message(it, i)
 		case respKindCall:
-			err = r.call(it, i, typ == "custom_tool_call")
+			err = r.call(it, i, typ)
 		case respKindOutput:
+			if typ == "tool_search_output" {
+				err = r.searchOutput(it, i)
+				break
+			}
 			var images bool
 			images, err = r.output(it, i)
 			if images && imagesFrom < 0 {
@@ -365,39 +377,17 @@ func (r *respRequest) systemMessage(content *fastjson.Value, i int) error {
 	return nil
 }
 
-// call writes a function_call or custom_tool_call as an assistant tool
-// call, joining the assistant message (text or calls) right before it.
-func (r *respRequest) call(it *fastjson.Value, i int, custom bool) error {
+// call writes a function_call, custom_tool_call or (client) tool_search_call
+// as an assistant tool call, joining the assistant message (text or calls)
+// right before it.
+func (r *respRequest) call(it *fastjson.Value, i int, typ string) error {
 	callID, ok := respStr(it.Get("call_id"))
 	if !ok || callID == "" {
 		return respItemErr(i, ".call_id must be a non-empty string")
 	}
-	t := respToolName{custom: custom}
-	if t.name, ok = respStr(it.Get("name")); !ok || t.name == "" {
-		return respItemErr(i, ".name must be a non-empty string")
-	}
-	if ns := it.Get("namespace"); !respNull(ns) {
-		if t.ns, ok = respStr(ns); !ok {
-			return respItemErr(i, ".namespace must be a string")
-		}
-	}
-	var args string
-	if custom {
-		input, ok := respStr(it.Get("input"))
-		if !ok {
-			return respItemErr(i, ".input must be a string")
-		}
-		// The custom tool's chat function takes {"input": "…"}.
-		r.scratch = append(r.scratch[:0], `{"input":`...)
-		r.scratch = jsonw.String(r.scratch, input)
-		r.scratch = append(r.scratch, '}')
-		args = byteconv.String(r.scratch)
-	} else if a := it.Get("arguments"); !respNull(a) {
-		if args, ok = respStr(a); !ok {
-			return respItemErr(i, ".arguments must be a string")
-		}
-	} else {
-		args = "{}"
+	t, args, err := r.callTool(it, i, typ)
+	if err != nil {
+		return err
 	}
 	switch r.asst {
 	case respAsstText:
@@ -417,6 +407,55 @@ func (r *respRequest) call(it *fastjson.Value, i int, custom bool) error {
 	r.dst = jsonw.String(r.dst, args)
 	r.dst = append(r.dst, "}}"...)
 	return nil
+}
+
+// callTool returns the tool a call item names and its chat arguments (a
+// view of the item or of r.scratch).
+func (r *respRequest) callTool(it *fastjson.Value, i int, typ string) (respToolName, string, error) {
+	if typ == "tool_search_call" {
+		a := it.Get("arguments")
+		if s, ok := respStr(a); ok { // the arguments as a JSON text
+			return respToolSearch, s, nil
+		}
+		if a == nil || a.Type() != fastjson.TypeObject {
+			return respToolSearch, "", respItemErr(i, ".arguments must be an object")
+		}
+		var ok bool
+		if r.scratch, ok = appendRespValue(r.scratch[:0], a); !ok {
+			return respToolSearch, "", respItemErr(i, ".arguments holds a number that is not JSON")
+		}
+		return respToolSearch, byteconv.String(r.scratch), nil
+	}
+	t := respToolName{custom: typ == "custom_tool_call"}
+	var ok bool
+	if t.name, ok = respStr(it.Get("name")); !ok || t.name == "" {
+		return t, "", respItemErr(i, ".name must be a non-empty string")
+	}
+	if ns := it.Get("namespace"); !respNull(ns) {
+		if t.ns, ok = respStr(ns); !ok {
+			return t, "", respItemErr(i, ".namespace must be a string")
+		}
+	}
+	if t.custom {
+		input, ok := respStr(it.Get("input"))
+		if !ok {
+			return t, "", respItemErr(i, ".input must be a string")
+		}
+		// The custom tool's chat function takes {"input": "…"}.
+		r.scratch = append(r.scratch[:0], `{"input":`...)
+		r.scratch = jsonw.String(r.scratch, input)
+		r.scratch = append(r.scratch, '}')
+		return t, byteconv.String(r.scratch), nil
+	}
+	a := it.Get("arguments")
+	if respNull(a) {
+		return t, "{}", nil
+	}
+	args, ok := respStr(a)
+	if !ok {
+		return t, "", respItemErr(i, ".arguments must be a string")
+	}
+	return t, args, nil
 }
 
 // output writes a function_call_output or custom_tool_call_output as a
@@ -481,7 +520,7 @@ func (r *respRequest) outputImages(items []*fastjson.Value) {
 	r.dst = append(r.dst, '[')
 	n := 0
 	for _, it := range items {
-		if typ, _ := respStr(it.Get("type")); respKindOf(typ) != respKindOutput {
+		if typ, _ := respStr(it.Get("type")); typ != "function_call_output" && typ != "custom_tool_call_output" {
 			continue
 		}
 		parts, _ := it.Get("output").Array()

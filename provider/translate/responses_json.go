@@ -27,6 +27,15 @@ func respStr(v *fastjson.Value) (string, bool) {
 	return byteconv.String(b), true
 }
 
+// respArray returns v's elements; none when v is not an array.
+func respArray(v *fastjson.Value) []*fastjson.Value {
+	if v == nil || v.Type() != fastjson.TypeArray {
+		return nil
+	}
+	a, _ := v.Array()
+	return a
+}
+
 // respNull reports whether v is absent or JSON null.
 func respNull(v *fastjson.Value) bool {
 	return v == nil || v.Type() == fastjson.TypeNull

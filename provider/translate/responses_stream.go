@@ -61,6 +61,7 @@ type responsesStream struct {
 	name      []byte // chat function name
 	args      []byte
 	custom    bool // decided when the call opens
+	search    bool // the client's tool search: decided when the call opens
 
 	output  []byte // the closed items, joined by commas
 	scratch []byte
@@ -343,7 +344,7 @@ func (s *responsesStream) toolCallDelta(dst []byte, tc *fastjson.Value) ([]byte,
 		return dst, nil
 	}
 	s.args = append(s.args, args...)
-	if s.custom { // the input is sent whole when the call closes
+	if s.custom || s.search { // the input (or search) is sent whole when the call closes
 		return dst, nil
 	}
 	dst = s.event(dst, "response.function_call_arguments.delta")
@@ -368,7 +369,7 @@ func (s *responsesStream) openCall(dst []byte, idx int, id, name string) []byte 
 	s.name = append(s.name[:0], name...)
 	s.args = s.args[:0]
 	c := s.respCallItem()
-	s.custom = c.tool.custom
+	s.custom, s.search = c.tool.custom, c.tool.search
 	dst = s.event(dst, "response.output_item.added")
 	dst = appendRespKeyInt(dst, "output_index", int64(s.callIndex))
 	dst = append(dst, `,"item":`...)
@@ -396,9 +397,13 @@ func (s *responsesStream) closeCall(dst []byte) []byte {
 		return dst
 	}
 	c := s.respCallItem()
-	c.tool.custom = s.custom
+	c.tool.custom, c.tool.search = s.custom, s.search
 	payload := byteconv.String(s.args)
-	if s.custom {
+	switch {
+	case s.search:
+		// A tool search call has no events of its own: the item says it all.
+		s.scratch = appendRespCallItem(s.scratch[:0], &c, respFinishStatus(s.finish).itemStatus(), payload)
+	case s.custom:
 		p := respParsers.Get()
 		payload = respCustomInput(p, payload)
 		dst = s.event(dst, "response.custom_tool_call_input.delta")
@@ -411,7 +416,7 @@ func (s *responsesStream) closeCall(dst []byte) []byte {
 		dst = endRespEvent(dst)
 		s.scratch = appendRespCallItem(s.scratch[:0], &c, respFinishStatus(s.finish).itemStatus(), payload)
 		respParsers.Put(p)
-	} else {
+	default:
 		dst = s.event(dst, "response.function_call_arguments.done")
 		dst = s.callFields(dst)
 		dst = appendRespKeyString(dst, "arguments", payload)

@@ -225,6 +225,35 @@ func TestResponsesStreamAccumulator(t *testing.T) {
 	}
 }
 
+// A streamed call of the client's tool search is one tool_search_call
+// item, added and done, its arguments whole and on one line in the done
+// event; openai-go reads it as such, and it is the non-stream answer's.
+func TestResponsesStreamToolSearch(t *testing.T) {
+	out := runRespStream(t,
+		respChunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"toolu_4","type":"function","function":{"name":"tool_search--client","arguments":"{\"query\":"}}]}`, ""),
+		respChunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\n \"echo say\"}"}}]}`, ""),
+		respChunk(`{}`, "tool_calls"),
+	)
+	events, err := respSDKEvents(t, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"response.created", "response.in_progress", "response.output_item.added", "response.output_item.done", "response.completed"}
+	if got := respEventTypes(events); !reflect.DeepEqual(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	done := events[3].AsResponseOutputItemDone().Item
+	if done.Type != "tool_search_call" || done.CallID != "toolu_4" || done.Execution != "client" || done.JSON.Arguments.Raw() != `{"query":"echo say"}` {
+		t.Fatalf("item %s", done.RawJSON())
+	}
+	answer, err := ChatToResponses(nil, []byte(`{"id":"chatcmpl-7","created":1700000001,"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[
+		{"id":"toolu_4","type":"function","function":{"name":"tool_search--client","arguments":"{\"query\":\n \"echo say\"}"}}]},"finish_reason":"tool_calls"}]}`), []byte("gpt-5.1-codex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	respJSONEqual(t, []byte(events[4].AsResponseCompleted().JSON.Response.Raw()), string(answer))
+}
+
 // The length running out ends in response.incomplete with
 // max_output_tokens, the items marked incomplete.
 func TestResponsesStreamIncomplete(t *testing.T) {

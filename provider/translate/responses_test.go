@@ -222,6 +222,39 @@ var respRequestCases = []struct {
 		dropped: []string{"web_search"},
 	},
 	{
+		name: "a tool_search the client executes (Codex's, over its MCP tools) is a function; its call and output are a tool call and a tool message, the tools it loaded join the tools",
+		in: `{"model":"gpt-5.5","tools":[{"type":"function","name":"exec_command"},
+			{"type":"tool_search","execution":"client","description":"Find tools.","parameters":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}},
+			{"type":"web_search"}],"input":[
+			{"type":"message","role":"user","content":[{"type":"input_text","text":"q"}]},
+			{"type":"tool_search_call","id":"tsc_1","call_id":"call_1","status":"completed","execution":"client","arguments":{"limit":8,"query":"echo say"}},
+			{"type":"tool_search_output","id":"tso_1","call_id":"call_1","status":"completed","execution":"client","tools":[
+				{"type":"namespace","name":"mcp__echo","description":"Tools in the mcp__echo namespace.","tools":[
+					{"type":"function","name":"say","description":"Echo.","strict":false,"defer_loading":true,"parameters":{"type":"object","properties":{"text":{"type":"string"}}}}]},
+				{"type":"custom","name":"run"}]},
+			{"type":"function_call","call_id":"call_2","name":"say","namespace":"mcp__echo","arguments":"{\"text\":\"ping\"}"},
+			{"type":"function_call_output","call_id":"call_2","output":"echo says: ping"}]}`,
+		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":[{"type":"text","text":"q"}]},
+			{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"tool_search--client","arguments":"{\"limit\":8,\"query\":\"echo say\"}"}}]},
+			{"role":"tool","content":"Tools loaded: mcp__echo--say, run--freeform.","tool_call_id":"call_1"},
+			{"role":"assistant","content":null,"tool_calls":[{"id":"call_2","type":"function","function":{"name":"mcp__echo--say","arguments":"{\"text\":\"ping\"}"}}]},
+			{"role":"tool","content":"echo says: ping","tool_call_id":"call_2"}],"tools":[
+			{"type":"function","function":{"name":"exec_command"}},
+			{"type":"function","function":{"name":"tool_search--client","description":"Find tools.","parameters":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}}},
+			{"type":"function","function":{"name":"mcp__echo--say","description":"Echo.","parameters":{"type":"object","properties":{"text":{"type":"string"}}},"strict":false}},
+			{"type":"function","function":{"name":"run--freeform","parameters":` + respCustomInputSchema + `}}]}`,
+		dropped: []string{"web_search"},
+	},
+	{
+		name: "OpenAI's own tool search and its items are dropped, as a hosted tool",
+		in: `{"model":"m","tools":[{"type":"tool_search"},{"type":"function","name":"a","defer_loading":true}],"input":[
+			{"role":"user","content":"q"},
+			{"type":"tool_search_call","call_id":"c1","execution":"server","arguments":{"query":"x"}},
+			{"type":"tool_search_output","call_id":"c1","execution":"server","tools":[{"type":"function","name":"b"}]}]}`,
+		want:    `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"}],"tools":[{"type":"function","function":{"name":"a"}}]}`,
+		dropped: []string{"tool_search"},
+	},
+	{
 		name: "tool_choice strings and parallel_tool_calls pass",
 		in:   `{"model":"m","input":"q","tools":[{"type":"function","name":"a"}],"tool_choice":"required","parallel_tool_calls":false}`,
 		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"}],"tools":[{"type":"function","function":{"name":"a"}}],"tool_choice":"required","parallel_tool_calls":false}`,
@@ -395,6 +428,10 @@ var respRefusedCases = []struct {
 	{"a function named with the namespace separator", `{"model":"m","input":"q","tools":[{"type":"function","name":"a--b"}]}`, respCodeInvalid, "reserved"},
 	{"a namespace named with the separator", `{"model":"m","input":"q","tools":[{"type":"namespace","name":"a--b","tools":[{"type":"function","name":"c"}]}]}`, respCodeInvalid, "reserved"},
 	{"a function named like a custom tool", `{"model":"m","input":"q","tools":[{"type":"function","name":"x--freeform"}]}`, respCodeInvalid, "reserved"},
+	{"a namespaced function named like the client's tool search", `{"model":"m","input":"q","tools":[{"type":"namespace","name":"tool_search","tools":[{"type":"function","name":"client"}]}]}`, respCodeInvalid, "reserved"},
+	{"a tool search call whose arguments are not an object", `{"model":"m","input":[{"role":"user","content":"q"},{"type":"tool_search_call","call_id":"c","execution":"client","arguments":7}]}`, respCodeInvalid, "input[1].arguments must be an object"},
+	{"a tool search output without a call id", `{"model":"m","input":[{"role":"user","content":"q"},{"type":"tool_search_output","execution":"client","tools":[]}]}`, respCodeInvalid, "input[1].call_id must be a non-empty string"},
+	{"a tool search output whose tools are not an array", `{"model":"m","input":[{"role":"user","content":"q"},{"type":"tool_search_output","call_id":"c","execution":"client","tools":{}}]}`, respCodeInvalid, "input[1].tools must be an array"},
 	{"a namespaced function named freeform", `{"model":"m","input":"q","tools":[{"type":"namespace","name":"n","tools":[{"type":"function","name":"freeform"}]}]}`, respCodeInvalid, "reserved"},
 	{"additional_tools not an array", `{"model":"m","input":[{"role":"user","content":"q"},{"type":"additional_tools","tools":1}]}`, respCodeInvalid, "input[1].tools must be an array"},
 	{"tool_choice an unknown string", `{"model":"m","input":"q","tools":[{"type":"function","name":"f"}],"tool_choice":"any"}`, respCodeInvalid, "tool_choice"},

@@ -1,8 +1,9 @@
 package translate
 
 // The tools: function and custom tools (also inside namespaces, and those
-// added by additional_tools items) become chat function tools; hosted tools
-// a chat model cannot run are dropped and named.
+// added by additional_tools items and loaded by the client's tool search)
+// become chat function tools, as does a tool_search the client executes;
+// hosted tools a chat model cannot run are dropped and named.
 
 import (
 	"strconv"
@@ -37,7 +38,8 @@ func (r *respRequest) toolsAndChoice(root *fastjson.Value) error {
 	if in := root.Get("input"); in != nil && in.Type() == fastjson.TypeArray {
 		items, _ := in.Array()
 		for i, it := range items {
-			if typ, _ := respStr(it.Get("type")); typ == "additional_tools" {
+			typ, _ := respStr(it.Get("type"))
+			if typ == "additional_tools" || typ == "tool_search_output" && respClientExecuted(it) {
 				if err := r.toolList(it.Get("tools"), respAt("input", i)+".tools"); err != nil {
 					return err
 				}
@@ -88,6 +90,12 @@ func (r *respRequest) toolList(v *fastjson.Value, path string) error {
 			err = r.customTool(t, "", loc)
 		case "namespace":
 			err = r.namespaceTool(t, loc)
+		case "tool_search":
+			if !respClientExecuted(t) {
+				r.drop(typ) // OpenAI's own search over the request's deferred tools
+				continue
+			}
+			err = r.toolSearchTool(t, loc)
 		default:
 			r.drop(typ)
 		}
@@ -142,7 +150,7 @@ func (r *respRequest) addTool(t respToolName, loc respToolLoc) (bool, error) {
 	var ok bool
 	if ok, r.scratch = t.roundTrips(r.scratch); !ok {
 		return false, loc.err(".name " + strconv.Quote(t.name) + ` cannot be sent to this model's provider: "` +
-			respNSSep + `" in a namespace or a function name, or a name ending in "` + respCustomSuffix + `", is reserved by the gateway`)
+			respNSSep + `" in a namespace or a function name, a name ending in "` + respCustomSuffix + `", and "` + respToolSearchName + `" are reserved by the gateway`)
 	}
 	for _, seen := range r.tools {
 		if seen == t {

@@ -277,3 +277,52 @@ func TestTargets(t *testing.T) {
 		t.Errorf("a ratio just over the target printed %q", got)
 	}
 }
+
+// TestReadCallgrind: self costs by function from the callgrind format,
+// compressed names resolved, a call's inclusive cost (the line after
+// calls=) not counted, recursion marks merged; they sum to the summary.
+func TestReadCallgrind(t *testing.T) {
+	dump := `# callgrind format
+version: 1
+positions: line
+events: Ir
+summary: 1000
+
+ob=(1) /bin/x
+fl=(1) a.go
+fn=(1) main.a
+10 100
++2 50
+cfl=(2) b.go
+cfn=(2) main.b
+calls=3 7
+* 800
+fl=(2)
+fn=(2)
+7 700
+fn=(3) main.b'2
+7 100
+cfn=(1)
+calls=1 10
+7 999
+fn=(4) main.c
+* 50
+`
+	file := filepath.Join(t.TempDir(), "cg.out")
+	if err := os.WriteFile(file, []byte(dump), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fns, total, err := readCallgrind(nil, file, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"main.a": 15, "main.b": 80, "main.c": 5}
+	if total != 100 || len(fns) != len(want) {
+		t.Fatalf("total %v, functions %v; want 100, %v", total, fns, want)
+	}
+	for k, v := range want {
+		if fns[k] != v {
+			t.Errorf("%s: %v, want %v", k, fns[k], v)
+		}
+	}
+}

@@ -103,6 +103,12 @@ func (b *bench) featureRows() {
 	tracing := add("tracing sample_ratio 0.01", fmt.Sprintf(tracingYAML, saddr), err)
 	tracing.row.cost = &cost{without: sy1}
 
+	// The access log as shipped (on by default): a line a request to
+	// stderr, here a pipe the driver reads, as a log collector would.
+	al := oneRule(b.primary.addr)
+	al.accessLog = true
+	g.add("Switchyard, access log on", chatBody, b.direct, bare, func() (*proxy, error) { return b.switchyard(al) }).row.cost = &cost{without: sy1}
+
 	adminAddr, err := freeAddr()
 	admin := add("admin listener + a client polling /api/decisions", fmt.Sprintf(adminYAML, adminAddr), err)
 	admin.row.cost = &cost{without: sy1}

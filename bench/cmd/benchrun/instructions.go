@@ -2,7 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -59,25 +59,46 @@ func (b *bench) instructions() {
 		b    []byte
 	}
 	bodies := []body{{"190 B", instrBody190}, {"1 KB", chatBodyOfSize(1 << 10)}}
+	for _, kb := range strings.Split(b.o.instrKB, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(kb)); err == nil && n > 0 {
+			bodies = append(bodies, body{kb + " KB", chatBodyOfSize(n << 10)})
+		}
+	}
+	var only *regexp.Regexp
+	if b.o.rows != "" {
+		var err error
+		if only, err = regexp.Compile(b.o.rows); err != nil {
+			b.sections = append(b.sections, "## Instructions per request\n\nskipped: -rows: "+err.Error()+"\n")
+			return
+		}
+	}
 	var rows []*instrRow
 	keys := oneRule(b.primary.addr)
 	keys.yaml = clientKeysYAML
+	kh := [][2]string{{"Authorization", "Bearer " + benchClientKey}}
 	for _, bd := range bodies {
-		bare := b.instrRun("bare proxy", bd.name, bd.b, nil, func(wrap string) (*proxy, error) {
-			return b.bareWith(wrap, b.primary.addr)
-		})
-		sy := b.instrRun(rowSy1, bd.name, bd.b, nil, func(wrap string) (*proxy, error) {
-			c := oneRule(b.primary.addr)
-			c.bin = wrap
-			return b.switchyard(c)
-		})
-		kh := [][2]string{{"Authorization", "Bearer " + benchClientKey}}
-		sk := b.instrRun(rowSy1+", client keys", bd.name, bd.b, kh, func(wrap string) (*proxy, error) {
-			c := keys
-			c.bin = wrap
-			return b.switchyard(c)
-		})
-		rows = append(rows, bare, sy, sk)
+		for _, r := range []struct {
+			name    string
+			headers [][2]string
+			start   func(wrap string) (*proxy, error)
+		}{
+			{"bare proxy", nil, func(wrap string) (*proxy, error) { return b.bareWith(wrap, b.primary.addr) }},
+			{rowSy1, nil, func(wrap string) (*proxy, error) {
+				c := oneRule(b.primary.addr)
+				c.bin = wrap
+				return b.switchyard(c)
+			}},
+			{rowSy1 + ", client keys", kh, func(wrap string) (*proxy, error) {
+				c := keys
+				c.bin = wrap
+				return b.switchyard(c)
+			}},
+		} {
+			if only != nil && !only.MatchString(r.name+", "+bd.name) {
+				continue
+			}
+			rows = append(rows, b.instrRun(r.name, bd.name, bd.b, r.headers, r.start))
+		}
 	}
 	b.sections = append(b.sections, instrSection(rows))
 }
@@ -152,7 +173,29 @@ func (b *bench) instrRun(name, bodyName string, body []byte, headers [][2]string
 		return r
 	}
 	r.fns, r.total, r.err = readCallgrind(b, file, instrRequests)
+	if b.o.keepCallgrind != "" && r.err == nil {
+		r.err = keepDump(file, b.o.keepCallgrind, name+", "+bodyName)
+	}
 	return r
+}
+
+// keepDump copies a counted dump into dir as a file named after its row,
+// for a closer look (callgrind_annotate --inclusive=yes --tree=caller).
+func keepDump(file, dir, row string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, row)
+	return os.WriteFile(filepath.Join(dir, "callgrind."+name+".out"), data, 0o644)
 }
 
 // bareWith starts the bare proxy through the wrapper script wrap.
@@ -163,54 +206,68 @@ func (b *bench) bareWith(wrap, upstream string) (*proxy, error) {
 	return b.bare(upstream)
 }
 
-var annotateLine = regexp.MustCompile(`^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.*)$`)
-
-// readCallgrind reads a dump through callgrind_annotate: exclusive
-// instructions by function, divided by n.
-func readCallgrind(b *bench, file string, n int) (map[string]float64, float64, error) {
-	out, err := exec.CommandContext(b.ctx, "callgrind_annotate", "--threshold=100", "--auto=no", "--inclusive=no", file).Output()
+// readCallgrind reads a dump's self cost (exclusive instructions) by
+// function, divided by n, and its total. It reads the callgrind format
+// itself rather than callgrind_annotate's listing: Go switches stacks
+// under callgrind's feet, and the listing then shows some frames (a
+// thread's entry, a goroutine blocked in a read for the whole count) with
+// a figure that is in no total, so that the listed functions summed to
+// more than the program. The self costs in the file sum to its total.
+func readCallgrind(_ *bench, file string, n int) (map[string]float64, float64, error) {
+	f, err := os.Open(file)
 	if err != nil {
-		return nil, 0, fmt.Errorf("callgrind_annotate: %v", err)
+		return nil, 0, err
 	}
-	fns := map[string]float64{}
-	var total float64
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	defer f.Close()
+	names := map[string]string{} // compressed id "(123)" -> name
+	self := map[string]int64{}   // by id
+	var cur string
+	var summary int64
+	skip := false // the line after calls= is a call's inclusive cost
+	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	listing := false
 	for sc.Scan() {
 		line := sc.Text()
-		m := annotateLine.FindStringSubmatch(line)
-		if m == nil {
-			if strings.Contains(line, "file:function") {
-				listing = true
+		if skip {
+			skip = false
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "summary:"):
+			summary, _ = strconv.ParseInt(strings.TrimSpace(line[len("summary:"):]), 10, 64)
+		case strings.HasPrefix(line, "fn="), strings.HasPrefix(line, "cfn="):
+			def := line[strings.IndexByte(line, '=')+1:]
+			id, name, _ := strings.Cut(def, " ")
+			if name != "" {
+				names[id] = name
 			}
-			continue
+			if line[0] == 'f' {
+				cur = id
+			}
+		case strings.HasPrefix(line, "calls="):
+			skip = true
+		case line != "" && cur != "" && (line[0] >= '0' && line[0] <= '9' || line[0] == '+' || line[0] == '-' || line[0] == '*'):
+			fields := strings.Fields(line)
+			if v, err := strconv.ParseInt(fields[len(fields)-1], 10, 64); err == nil && len(fields) >= 2 {
+				self[cur] += v
+			}
 		}
-		ir, _ := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64)
-		if strings.Contains(m[2], "PROGRAM TOTALS") {
-			total = ir / float64(n)
-			continue
-		}
-		if !listing {
-			continue
-		}
-		fns[funcName(m[2])] += ir / float64(n)
 	}
-	if total == 0 {
-		return nil, 0, fmt.Errorf("callgrind_annotate printed no totals for %s", file)
+	if err := sc.Err(); err != nil {
+		return nil, 0, err
 	}
-	return fns, total, nil
+	if summary == 0 {
+		return nil, 0, fmt.Errorf("no summary line in %s", file)
+	}
+	fns := map[string]float64{}
+	for id, v := range self {
+		fns[funcName(cmp.Or(names[id], id))] += float64(v) / float64(n)
+	}
+	return fns, float64(summary) / float64(n), nil
 }
 
-// funcName is the function of a callgrind_annotate "file:function [object]"
-// entry, recursion marks ('2) dropped.
+// funcName is a function's name without a recursion mark ('2).
 func funcName(s string) string {
-	if i := strings.LastIndex(s, " ["); i > 0 && strings.HasSuffix(s, "]") {
-		s = s[:i]
-	}
-	if i := strings.Index(s, ":"); i >= 0 && !strings.HasPrefix(s[i:], "::") {
-		s = s[i+1:]
-	}
 	if i := strings.LastIndex(s, "'"); i > 0 {
 		if _, err := strconv.Atoi(s[i+1:]); err == nil {
 			s = s[:i]
@@ -267,9 +324,17 @@ func instrSection(rows []*instrRow) string {
 		t.add(r.name, r.body, fmt.Sprintf("%.0f", r.total), ratio)
 	}
 	s.WriteString(t.String())
-	for i := 0; i+1 < len(rows); i += 3 {
-		bare, sy := rows[i], rows[i+1]
-		if bare.err != nil || sy.err != nil {
+	for _, sy := range rows {
+		if sy.name != rowSy1 || sy.err != nil {
+			continue
+		}
+		var bare *instrRow
+		for _, r := range rows {
+			if r.name == "bare proxy" && r.body == sy.body && r.err == nil {
+				bare = r
+			}
+		}
+		if bare == nil {
 			continue
 		}
 		fmt.Fprintf(&s, "### Where the 1-rule row's extra instructions go (%s body)\n\n", sy.body)

@@ -23,6 +23,8 @@ import (
 
 type options struct {
 	out, switchyard, only       string
+	rows, keepCallgrind         string
+	instrKB                     string
 	duration, warmup, sweepStep time.Duration
 	conns, idleConns, rules     int
 	profileSeconds              int
@@ -66,7 +68,10 @@ func main() {
 	flag.StringVar(&o.switchyard, "switchyard", "", "prebuilt switchyard binary (default: build the module root)")
 	flag.BoolVar(&o.pin, "pin", true, "pin the proxy to CPU 0 and the mocks and driver to CPU 1 (needs 2+ CPUs)")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 8, "seconds of each proxy's CPU profile (0: none)")
-	flag.StringVar(&o.only, "only", "", "run one group: sizes, features, streams, batches, profile or instructions; default all")
+	flag.StringVar(&o.only, "only", "", "run one group: sizes, features, streams, batches, translation, profile, instructions or sweep; default all")
+	flag.StringVar(&o.rows, "rows", "", "instructions: count only the rows whose \"ROW, BODY\" matches this regexp (e.g. '1 rule, 190'); default all")
+	flag.StringVar(&o.instrKB, "instr-kb", "", "instructions: more chat bodies to count, comma-separated sizes in KB (e.g. 16,128); default only 190 B and 1 KB")
+	flag.StringVar(&o.keepCallgrind, "keep-callgrind", "", "instructions: copy each row's counted callgrind dump into this directory, for callgrind_annotate")
 	flag.Parse()
 
 	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger()
@@ -130,6 +135,8 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		b.batchUpload()
 	case "instructions":
 		b.instructions()
+	case "sweep":
+		b.sweepAlone()
 	case "translation":
 		b.translationRows()
 	default:
@@ -214,7 +221,7 @@ func (b *bench) describe() {
 		"Every request/response and streaming row is checked to have reached its mock exactly once per request sent (the mock's own counter, read around each slice); a mismatch is listed under Notes.",
 		"CPU/req: the proxy's utime+stime (/proc/PID/stat, 10 ms ticks) over the measured run divided by requests; allocs/req: go_memstats_mallocs_total from the proxy's /metrics (the bare proxy serves it on a side port).",
 		"Bare proxy (bench/bareproxy): fasthttp server and HostClient with 16 KiB read and write buffers on both sides, header names and paths passed untouched, no retries; \"stream\" decided from an Accept: text/event-stream header or the first and last 256 bytes of the body (constant time), so only SSE answers are streamed.",
-		"Feature rows: the 1-rule config plus one block from the docs (client keys; a key with limits on the memory store; the same on Redis, a redis-server started on a free loopback port beside the mocks, with the Redis commands per request from INFO commandstats and redis-server's CPU per request; residency; the audit log with a fresh signing key; tracing at sample_ratio 0.01 to an in-process OTLP/HTTP sink that answers 200; the admin listener with a client polling /api/decisions once a second). A row whose config the binary refuses (`switchyard validate`) is skipped with \"config not accepted\".",
+		"Feature rows: the 1-rule config plus one block from the docs (client keys; a key with limits on the memory store; the same on Redis, a redis-server started on a free loopback port beside the mocks, with the Redis commands per request from INFO commandstats and redis-server's CPU per request; residency; the audit log with a fresh signing key; tracing at sample_ratio 0.01 to an in-process OTLP/HTTP sink that answers 200; the admin listener with a client polling /api/decisions once a second; the access log on, its lines to the proxy's stderr, a pipe this driver reads). A row whose config the binary refuses (`switchyard validate`) is skipped with \"config not accepted\".",
 	)
 }
 

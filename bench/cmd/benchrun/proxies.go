@@ -77,6 +77,7 @@ type gw struct {
 	yaml       string   // top-level blocks appended (auth, audit, ...)
 	env        []string
 	bin        string // default: the switchyard built for the run
+	accessLog  bool   // log.access_log: true (lines to the proxy's stderr, a pipe the driver reads)
 	provider   string // of the targets; default openai
 }
 
@@ -87,11 +88,11 @@ func mockURL(addr string) string { return "http://" + addr + "/v1" }
 // ruleModel is the model the i-th rule of a many-rule config matches.
 func ruleModel(i int) string { return fmt.Sprintf("model-%05d", i) }
 
-// gatewayYAML is c's config listening on addr. Access log off and level
-// warn: the bare proxy logs nothing either.
+// gatewayYAML is c's config listening on addr. Access log off (unless
+// c.accessLog) and level warn: the bare proxy logs nothing either.
 func gatewayYAML(addr string, c gw) string {
 	var y strings.Builder
-	fmt.Fprintf(&y, "server:\n  listen: %s\n  reduce_memory_usage: %v\nlog:\n  level: warn\n  access_log: false\nstrategy:\n  mode: conditional\n  conditions:\n", addr, c.reduce)
+	fmt.Fprintf(&y, "server:\n  listen: %s\n  reduce_memory_usage: %v\nlog:\n  level: warn\n  access_log: %v\nstrategy:\n  mode: conditional\n  conditions:\n", addr, c.reduce, c.accessLog)
 	chain := "target_key: primary"
 	if len(c.targets) > 1 {
 		chain = "target_keys: [primary, secondary]"

@@ -59,17 +59,24 @@ func (b *bench) sweep() {
 	}
 	var ss []*series
 	for _, s := range []*series{
+		// The driver and the mock alone: what the other series' latency
+		// includes before any proxy adds to it.
+		{name: "direct to mock", body: chatBody},
 		{name: "bare proxy", body: chatBody, start: func() (*proxy, error) { return b.bare(m.Addr()) }},
 		{name: "Switchyard 1 rule", row: rowSy1, body: chatBody, start: func() (*proxy, error) { return b.switchyard(oneRule(m.Addr())) }},
 		{name: "Switchyard 10k rules", row: rowSy10k, body: manyRulesBody(many.rules), only: half, start: func() (*proxy, error) { return b.switchyard(many) }},
 	} {
-		p, err := s.start()
-		if err != nil {
-			b.notes = append(b.notes, fmt.Sprintf("Sweep %s not run: %s", s.name, firstLine(err.Error())))
-			continue
+		addr := m.Addr()
+		if s.start != nil {
+			p, err := s.start()
+			if err != nil {
+				b.notes = append(b.notes, fmt.Sprintf("Sweep %s not run: %s", s.name, firstLine(err.Error())))
+				continue
+			}
+			defer p.stop()
+			addr = p.addr
 		}
-		defer p.stop()
-		s.url, s.at = "http://"+p.addr+chatPath, map[float64]*load.Result{}
+		s.url, s.at = "http://"+addr+chatPath, map[float64]*load.Result{}
 		_, _ = load.Run(b.ctx, load.Config{URL: s.url, Body: s.body, Headers: authHeader, Connections: b.o.conns, Duration: b.o.warmup})
 		ss = append(ss, s)
 	}
@@ -109,14 +116,32 @@ func (b *bench) sweep() {
 		t.add(cells...)
 	}
 	b.sections = append(b.sections, "## Latency vs offered load\n\n"+t.String())
-	if len(ss) == 0 || ss[0].row != "" || ss[0].at[half] == nil || ss[0].at[half].Completed == 0 {
-		return
-	}
-	for _, s := range ss[1:] {
-		if res := s.at[half]; res != nil && res.Completed > 0 {
-			b.p99Half[s.row] = res.Latency.Quantile(0.99) - ss[0].at[half].Latency.Quantile(0.99)
+	var bare *series
+	for _, s := range ss {
+		if s.name == "bare proxy" {
+			bare = s
 		}
 	}
+	if bare == nil || bare.at[half] == nil || bare.at[half].Completed == 0 {
+		return
+	}
+	for _, s := range ss {
+		if res := s.at[half]; s.row != "" && res != nil && res.Completed > 0 {
+			b.p99Half[s.row] = res.Latency.Quantile(0.99) - bare.at[half].Latency.Quantile(0.99)
+		}
+	}
+}
+
+// sweepAlone is the latency sweep on its own (-only sweep): the closed-loop
+// rows it needs (direct, the bare proxy for its saturation, Switchyard 1
+// rule), then the sweep.
+func (b *bench) sweepAlone() {
+	g := &group{b: b, mock: b.primary.addr}
+	b.direct = g.add("direct to mock", chatBody, nil, nil, nil).row
+	bare := g.add(rowBare, chatBody, b.direct, nil, func() (*proxy, error) { return b.bare(b.primary.addr) }).row
+	g.add(rowSy1, chatBody, b.direct, bare, func() (*proxy, error) { return b.switchyard(oneRule(b.primary.addr)) })
+	b.compare(g)
+	b.sweep()
 }
 
 // idle measures the memory of many idle keep-alive client connections:
