@@ -51,7 +51,7 @@ func (c *call) createBatch() {
 		return
 	}
 	seen := map[string]bool{}
-	var input string
+	var input, endpoint string
 	err := hotpath.ObjectMembers(body, func(key string, v []byte) error {
 		known := false
 		for _, k := range batchCreateKeys {
@@ -75,6 +75,13 @@ func (c *call) createBatch() {
 			}
 			input = s
 		}
+		if key == "endpoint" {
+			s, ok := hotpath.JSONString(v)
+			if !ok {
+				return errors.New(`"endpoint" must be a string`)
+			}
+			endpoint = s
+		}
 		return nil
 	})
 	if err != nil {
@@ -96,6 +103,9 @@ func (c *call) createBatch() {
 	}
 	if file.Purpose != "batch" {
 		c.badRequest("file " + strconv.Quote(input) + " is not a batch input file")
+		return
+	}
+	if !c.endpointOfLines(endpoint, input, file) {
 		return
 	}
 	c.id = nil
@@ -124,6 +134,29 @@ func (c *call) createBatch() {
 		return
 	}
 	c.seenBatch(t, o, resp.Body())
+}
+
+// endpointOfLines checks that a batch's endpoint is the url of its input
+// file's lines (file, recorded at upload with their one surface): a lenient
+// OpenAI-compatible server might run the lines under the endpoint, as
+// requests of another surface than the one they were routed for. Else it
+// answers 400 naming both and reports false.
+func (c *call) endpointOfLines(endpoint, input string, file tenancy.Object) bool {
+	lines, ok := surfaceNamed(file.Surface)
+	switch {
+	case !ok:
+		c.badRequest("file " + strconv.Quote(input) + " holds no requests a batch can run")
+		return false
+	case endpoint == "":
+		c.badRequest(`request body has no "endpoint"; the lines of file ` + strconv.Quote(input) + " are for " +
+			strconv.Quote(surfaceURL(lines)))
+		return false
+	case endpoint != surfaceURL(lines):
+		c.badRequest("endpoint " + strconv.Quote(endpoint) + " is not the url of the lines of file " + strconv.Quote(input) +
+			", " + strconv.Quote(surfaceURL(lines)) + "; a batch runs its lines on the endpoint they were routed for")
+		return false
+	}
+	return true
 }
 
 // release gives back a reservation whose batch was never created.

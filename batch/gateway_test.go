@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/switchyard/switchyard/config"
 	"github.com/switchyard/switchyard/hotpath"
 	"github.com/switchyard/switchyard/mock"
+	"github.com/switchyard/switchyard/quota"
 	"github.com/switchyard/switchyard/tenancy"
 	"github.com/switchyard/switchyard/upstream"
 )
@@ -30,6 +32,8 @@ type testGateway struct {
 	g      *hotpath.Gateway
 	s      *batch.Server
 	client *fasthttp.Client
+	// dial opens a raw connection to the gateway.
+	dial   func() (net.Conn, error)
 	mu     sync.Mutex
 	fenced []string
 }
@@ -56,9 +60,11 @@ func newTestGateway(t *testing.T, yaml string, unproven bool, store tenancy.Obje
 	if err != nil {
 		t.Fatal(err)
 	}
+	st.Quota = quota.New(context.Background(), cfg, nil, zerolog.Nop()).Plan(cfg)
 	tg := &testGateway{g: hotpath.New(st)}
 	tg.s = &batch.Server{Gateway: tg.g, Store: store}
 	tg.g.Batches = tg.s
+	tg.g.Objects = store
 	tg.g.Fenced = func(key, target string) {
 		tg.mu.Lock()
 		tg.fenced = append(tg.fenced, key+"->"+target)
@@ -68,6 +74,7 @@ func newTestGateway(t *testing.T, yaml string, unproven bool, store tenancy.Obje
 	srv := hotpath.NewServer(tg.g, nil, false)
 	go srv.Serve(ln) //nolint:errcheck
 	t.Cleanup(func() { srv.Shutdown(); ln.Close() })
+	tg.dial = ln.Dial
 	tg.client = &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
 	return tg
 }

@@ -60,12 +60,11 @@ type collector struct {
 	// what names a request in messages: "line" or "requests".
 	what string
 
-	n        int
-	rule     int
-	chain    []int
-	firstAt  string // names the first request, for a chain mismatch
-	surface  router.Surface
-	surfaces router.SurfaceSet
+	n       int
+	rule    int
+	chain   []int
+	firstAt string         // names the first request, for a chain mismatch
+	surface router.Surface // every request's
 	// ok[i]: chain member i serves every request's model and surface and
 	// takes them in a batch.
 	ok      []bool
@@ -112,6 +111,12 @@ func (c *collector) add(i int, s router.Surface, body []byte, bodyAt int64) *hot
 		for j := range c.ok {
 			c.ok[j] = true
 		}
+	} else if s != c.surface {
+		// A batch runs one endpoint: its create names it, and each line
+		// must be of it (docs/batches.md, The endpoint is the lines').
+		return c.refusal(i, fasthttp.StatusBadRequest, upstream.TypeInvalidRequest, upstream.CodeInvalidRequest,
+			fmt.Sprintf("its url is %s, but %s's is %s; a batch runs one endpoint, so every line of its file must name the same url",
+				strconv.Quote(surfaceURL(s)), c.firstAt, strconv.Quote(surfaceURL(c.surface))))
 	} else if !sameChain(c.chain, line.Chain) {
 		return c.refusal(i, fasthttp.StatusBadRequest, upstream.TypeInvalidRequest, upstream.CodeInvalidRequest,
 			fmt.Sprintf("routes to the chain %s, but %s routes to %s; every request of an upload must route to one chain",
@@ -126,7 +131,6 @@ func (c *collector) add(i int, s router.Surface, body []byte, bodyAt int64) *hot
 			fmt.Sprintf("an upload may name at most %d different models", maxModels))
 	}
 	c.n++
-	c.surfaces |= 1 << s
 	model := string(line.Model) // the LineRouter's buffer: copied once per distinct model below
 	pair := strconv.Itoa(int(s)) + "\x00" + model
 	if !c.seen[pair] {
@@ -225,6 +229,28 @@ func (c *collector) firstModel() []byte {
 }
 
 func surfaceName(s router.Surface) string { return s.String() }
+
+// surfaceURL is the batch line url of surface s (lineSurfaces); the
+// surface's name for one no line names.
+func surfaceURL(s router.Surface) string {
+	for u, ls := range lineSurfaces {
+		if ls == s {
+			return u
+		}
+	}
+	return s.String()
+}
+
+// surfaceNamed is the line surface whose name (a record's Surface) is
+// name; ok is false when none is.
+func surfaceNamed(name string) (router.Surface, bool) {
+	for _, s := range lineSurfaces {
+		if s.String() == name {
+			return s, true
+		}
+	}
+	return 0, false
+}
 
 // parseLine reads one line of a batch input file: a JSON object with
 // custom_id, method "POST", url (one of lineSurfaces) and body (an object),

@@ -54,6 +54,7 @@ type Server struct {
 	Log zerolog.Logger
 
 	spools Spools
+	meter  meter
 	// now is the clock; nil = time.Now (tests move it).
 	now func() time.Time
 }

@@ -75,7 +75,11 @@ func createdAtOr(v *fastjson.Value, key string, def int64) int64 {
 // on t, at t's batch prices: the dearest of the models' when a batch names
 // several, so spend is never under-counted. u nil: 0.
 func (c *call) spend(t *upstream.Target, models []string, u *quota.Usage) int64 {
-	p := c.st.Quota
+	return spendOf(c.st.Quota, t, models, u)
+}
+
+// spendOf is spend with the quota plan p.
+func spendOf(p *quota.Plan, t *upstream.Target, models []string, u *quota.Usage) int64 {
 	if p == nil || u == nil {
 		return 0
 	}
@@ -120,8 +124,7 @@ func (c *call) settle(t *upstream.Target, o tenancy.Object, u *quota.Usage, spen
 
 // seenMessageBatch takes what it needs from a message batch object body
 // of the caller's batch o on t: when it has ended its reservation is given
-// back; its usage is charged when its results are first read whole (see
-// download).
+// back and its results are metered (meter.go).
 func (c *call) seenMessageBatch(t *upstream.Target, o tenancy.Object, body []byte) {
 	x, ok := parseObject(body)
 	if !ok {
@@ -130,6 +133,7 @@ func (c *call) seenMessageBatch(t *upstream.Target, o tenancy.Object, body []byt
 	defer x.release()
 	if str(x.v, "processing_status") == "ended" {
 		c.settle(t, o, nil, 0, false)
+		c.meterResults(t, o)
 	}
 }
 

@@ -56,7 +56,17 @@ type BatchServer struct {
 	// BatchRetention is how long the owner of a file or batch id is
 	// remembered. Default 35 days.
 	BatchRetention time.Duration `yaml:"batch_retention"`
+	// UnknownFileIDs says what becomes of a request (with client keys)
+	// whose body names a file id the gateway never recorded, such as one
+	// the operator uploaded to the provider directly: "allow" (the
+	// default; "" means it) forwards it, "refuse" answers 404
+	// file_not_found. A file id another key owns is refused either way
+	// (docs/residency.md).
+	UnknownFileIDs string `yaml:"unknown_file_ids"`
 }
+
+// RefusesUnknownFileIDs reports whether unknown_file_ids is "refuse".
+func (b *BatchServer) RefusesUnknownFileIDs() bool { return b.UnknownFileIDs == "refuse" }
 
 // decodeBatchServer decodes the batch keys of the server block srv (the
 // Config comes preset with presetBatchServer, so a key written as 0 is
@@ -72,6 +82,7 @@ func (d *decoder) decodeBatchServer(srv map[string]ast.Node, cfg *Config) {
 		b.MaxSpoolBytes = int64(v)
 	}
 	d.setDuration(srv, "server", "batch_retention", &b.BatchRetention)
+	d.setStr(srv, "server", "unknown_file_ids", &b.UnknownFileIDs)
 }
 
 // presetBatchServer is the batch keys' value before decoding: the
@@ -134,6 +145,11 @@ func (d *decoder) validateBatchServer(cfg *Config) {
 	} else if b.MaxSpoolBytes < b.MaxBatchFileBytes {
 		d.problemf("server.max_spool_bytes", "%d is below server.max_batch_file_bytes (%d): no upload of the largest size could be spooled; want at least that",
 			b.MaxSpoolBytes, b.MaxBatchFileBytes)
+	}
+	switch b.UnknownFileIDs {
+	case "", "allow", "refuse":
+	default:
+		d.problemf("server.unknown_file_ids", "%s is not a choice; want allow (the default) or refuse", quoteShort(b.UnknownFileIDs))
 	}
 	if r := b.BatchRetention; r < MinBatchRetention || r > MaxBatchRetention {
 		d.problemf("server.batch_retention", "%s is out of range; want %s to %s, such as \"840h\" (35 days)", r, MinBatchRetention, MaxBatchRetention)

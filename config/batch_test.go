@@ -15,15 +15,16 @@ func TestBatchServerKeys(t *testing.T) {
   spool_dir: `+dir+`
   max_batch_file_bytes: 1048576
   batch_retention: 24h
+  unknown_file_ids: refuse
 `, noEnv)
 	b := cfg.Server.BatchServer
 	if b.PublicURL != "https://llm.example.com" || b.SpoolDir != dir || b.MaxBatchFileBytes != 1<<20 ||
-		b.MaxSpoolBytes != 4<<20 || b.BatchRetention != 24*time.Hour {
+		b.MaxSpoolBytes != 4<<20 || b.BatchRetention != 24*time.Hour || !b.RefusesUnknownFileIDs() {
 		t.Fatalf("batch keys = %+v", b)
 	}
 	// A Config built by hand has the defaults.
 	var zero BatchServer
-	if zero.FileLimit() != 200<<20 || zero.SpoolLimit() != 800<<20 || zero.Retention() != 35*24*time.Hour {
+	if zero.FileLimit() != 200<<20 || zero.SpoolLimit() != 800<<20 || zero.Retention() != 35*24*time.Hour || zero.RefusesUnknownFileIDs() {
 		t.Fatalf("defaults: %d %d %s", zero.FileLimit(), zero.SpoolLimit(), zero.Retention())
 	}
 }
@@ -39,6 +40,7 @@ func TestBatchServerProblems(t *testing.T) {
 		{"  max_batch_file_bytes: 0\n", "server.max_batch_file_bytes", "out of range"},
 		{"  max_batch_file_bytes: 1048576\n  max_spool_bytes: 1000\n", "server.max_spool_bytes", "below server.max_batch_file_bytes"},
 		{"  batch_retention: 1m\n", "server.batch_retention", "out of range"},
+		{"  unknown_file_ids: deny\n", "server.unknown_file_ids", "want allow (the default) or refuse"},
 		{"  max_batch_fil_bytes: 1\n", "server.max_batch_fil_bytes", "unknown key"},
 	} {
 		ps := problemsOf(t, minimal+"server:\n"+c.yaml, noEnv)

@@ -365,7 +365,7 @@ var (
 	topKeys    = []string{"server", "log", "strategy", "targets", "auth", "quotas", "audit", "admin", "tracing"}
 	serverKeys = []string{"listen", "max_request_bytes", "request_timeout", "shutdown_timeout", "drain_delay", "config_watch",
 		"reduce_memory_usage", "allowed_hosts", "allowed_origins", "websocket",
-		"public_url", "spool_dir", "max_batch_file_bytes", "max_spool_bytes", "batch_retention"}
+		"public_url", "spool_dir", "max_batch_file_bytes", "max_spool_bytes", "batch_retention", "unknown_file_ids"}
 	websocketKeys = []string{"max_message_bytes", "idle_timeout"}
 	logKeys       = []string{"level", "format", "access_log"}
 	strategyKeys  = []string{"mode", "conditions"}

@@ -38,6 +38,7 @@ func (d *Daemon) attachBatches(cfg *config.Config) {
 		},
 	}
 	d.gw.Batches = d.batches
+	d.gw.Objects = store // file ids named inside request bodies (docs/residency.md)
 }
 
 // Batches returns the batch API server (tests read its spool use).

@@ -34,9 +34,10 @@ type BatchServer interface {
 // client key (none without an auth block) and its header section. Valid
 // during the request only.
 type Caller struct {
-	key    *clientKey
-	h      *head
-	owners tenancy.OwnerStore
+	key     *clientKey
+	h       *head
+	owners  tenancy.OwnerStore
+	objects tenancy.ObjectStore
 }
 
 // Key is the caller's client key name; "" without an auth block.
@@ -88,7 +89,7 @@ func (g *Gateway) batch(rc *fasthttp.RequestCtx, st *State, h *head) {
 		g.finishKeyed(rc, telemetry.SurfaceNone, telemetry.RuleNotRouted, nil, keyName(key))
 		return
 	}
-	g.Batches.ServeBatch(rc, st, Caller{key: key, h: h, owners: g.Owners})
+	g.Batches.ServeBatch(rc, st, Caller{key: key, h: h, owners: g.Owners, objects: g.Objects})
 }
 
 // Refusal is why a request described inside a stored batch does not route,
@@ -120,13 +121,14 @@ type Line struct {
 // X-Gateway-Metadata (read once) and the router's Match. Not safe for
 // concurrent use; valid during the upload's request only.
 type LineRouter struct {
-	st     *State
-	key    *clientKey
-	owners tenancy.OwnerStore
-	p      peek
-	meta   router.MetadataParser
-	pairs  []router.Pair // the header's entries (parsed once)
-	buf    []router.Pair // the entries a line routes with, bindings merged
+	st      *State
+	key     *clientKey
+	owners  tenancy.OwnerStore
+	objects tenancy.ObjectStore
+	p       peek
+	meta    router.MetadataParser
+	pairs   []router.Pair // the header's entries (parsed once)
+	buf     []router.Pair // the entries a line routes with, bindings merged
 	// owned is the last previous_response_id found to be the key's.
 	owned string
 }
@@ -134,7 +136,7 @@ type LineRouter struct {
 // LineRouter returns the router of the requests c's upload describes, on
 // State st. A repeated or malformed X-Gateway-Metadata is a 400 Refusal.
 func (c Caller) LineRouter(st *State) (*LineRouter, *Refusal) {
-	lr := &LineRouter{st: st, key: c.key, owners: c.owners}
+	lr := &LineRouter{st: st, key: c.key, owners: c.owners, objects: c.objects}
 	if c.h.nMeta > 1 {
 		return nil, &Refusal{Status: fasthttp.StatusBadRequest, Type: upstream.TypeInvalidRequest, Code: upstream.CodeInvalidRequest,
 			Message: headerMetadata + " is sent more than once; send it once"}
@@ -151,8 +153,9 @@ func (c Caller) LineRouter(st *State) (*LineRouter, *Refusal) {
 // Route routes body, a request of surface s, as the hot path routes one:
 // the peek's refusals are 400, a model outside the key's allow-list 403
 // model_not_allowed, a previous_response_id the key did not create 404
-// response_not_found (the provider runs a stored batch's requests with
-// its own credential, so it would continue any key's response). Which of
+// response_not_found, a stored file or item another key owns 404
+// file_not_found or item_not_found (the provider runs a stored batch's
+// requests with its own credential, so it would read any key's). Which of
 // the chain's members may take it is the caller's to decide
 // (router.Snapshot.ServesModel, ServesSurface and ServesBatch).
 func (lr *LineRouter) Route(s router.Surface, body []byte) (Line, *Refusal) {
@@ -167,6 +170,12 @@ func (lr *LineRouter) Route(s router.Surface, body []byte) (Line, *Refusal) {
 	}
 	if r := lr.previousRefused(p.Previous); r != nil {
 		return Line{}, r
+	}
+	strict := lr.st.Config.Server.RefusesUnknownFileIDs()
+	if files, items := storedChecks(lr.key, s, lr.objects, lr.owners, strict); files || items {
+		if r := storedRefusal(lr.key, body, files, items, strict, lr.objects, lr.owners); r != nil {
+			return Line{}, r
+		}
 	}
 	req := router.Request{Surface: s, Model: p.Model, User: p.User, HasUser: p.HasUser,
 		Stream: p.Stream && s.ChatLike(), HasTools: p.HasTools}

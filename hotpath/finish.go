@@ -154,6 +154,9 @@ func (tr *tracker) StreamEnd(r upstream.Result, took time.Duration) {
 	if o := tr.g.Observer; o != nil {
 		o.StreamEnd(r, took)
 	}
+	if tr.entry.Surface == router.SurfaceResponses && r.Class == upstream.ClassOK {
+		tr.g.rememberItems(tr.entry.Key, r.ItemIDs) // before the record, so a Finished hook sees them owned
+	}
 	tr.streamRes, tr.streamTook = r, took
 	tr.done()
 }

@@ -278,7 +278,8 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 		return
 	}
 	sc.key = key
-	if !routeHead(rc, st, s, countTokens, sc, h) || g.previousRefused(rc, s, key, sc.peek.Previous) {
+	if !routeHead(rc, st, s, countTokens, sc, h) || g.previousRefused(rc, s, key, sc.peek.Previous) ||
+		g.storedRefused(rc, st, s, key, sc.call.Body) {
 		g.finishKeyed(rc, s, sc.rule, sc.peek.Model, keyName(key))
 		return
 	}
@@ -286,7 +287,10 @@ func (g *Gateway) proxy(rc *fasthttp.RequestCtx, st *State, s router.Surface, co
 	// Walk. It writes the answer (proxied response or final error) into rc.
 	obs := g.Observer
 	var tr *tracker
-	if g.Finished != nil || g.Panicked != nil || sc.quota.Active() || g.Tracer != nil {
+	// A Responses stream's output items are recorded when it ends
+	// (tracker.StreamEnd).
+	items := s == router.SurfaceResponses && sc.key != nil && g.Owners != nil
+	if g.Finished != nil || g.Panicked != nil || sc.quota.Active() || g.Tracer != nil || items {
 		tr = acquireTracker(g, rc, s, sc)
 		tr.entry.ConfigHash = st.Config.Hash
 		obs = tr

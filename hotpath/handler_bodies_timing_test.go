@@ -54,8 +54,8 @@ targets:
 }
 
 // benchBodies serves srv on an in-memory listener and posts body to it from
-// 8 concurrent clients.
-func benchBodies(b *testing.B, srv *fasthttp.Server, body []byte) {
+// 8 concurrent clients, with the headers hdr (name, value pairs).
+func benchBodies(b *testing.B, srv *fasthttp.Server, body []byte, hdr ...string) {
 	srv.Logger = quietLogger{}
 	ln := fasthttputil.NewInmemoryListener()
 	go srv.Serve(ln)     //nolint:errcheck // ends at Shutdown
@@ -74,6 +74,9 @@ func benchBodies(b *testing.B, srv *fasthttp.Server, body []byte) {
 			req.SetRequestURI("http://gateway/v1/chat/completions")
 			req.Header.SetContentType("application/json")
 			req.SetBodyRaw(body)
+			for i := 0; i+1 < len(hdr); i += 2 {
+				req.Header.Set(hdr[i], hdr[i+1])
+			}
 			if err := client.Do(req, resp); err != nil || resp.StatusCode() != 200 {
 				b.Fatalf("%v %d %s", err, resp.StatusCode(), resp.Body())
 			}

@@ -17,6 +17,7 @@ import (
 // case-folding decoder would.
 
 var (
+	errKeyEscape    = errors.New("request body is not valid JSON: a key has an invalid escape")
 	errUnterminated = errors.New("request body is not valid JSON: a string is not terminated")
 	errUnclosed     = errors.New("request body is not valid JSON: it ends inside an array or object")
 )
@@ -362,7 +363,7 @@ func matchKey(raw []byte, keys []routingKey) (k *routingKey, exact bool, err err
 		var ok bool
 		if name, ok = appendString(buf[:0], raw); !ok {
 			if !validStringSyntax(raw) {
-				return nil, false, errors.New("request body is not valid JSON: a key has an invalid escape")
+				return nil, false, errKeyEscape
 			}
 			// Valid JSON that is not UTF-8 text (a lone surrogate): a
 			// decoder reads U+FFFD there, which folds to no routing key.

@@ -183,6 +183,11 @@ type Gateway struct {
 	// hears of a failed Remember (nil = ignored). Set before serving.
 	Owners      tenancy.OwnerStore
 	OwnerFailed func(error)
+	// Objects records the owners of stored files and batches (the batch
+	// APIs' store); with client keys, a request whose body names a file id
+	// another key owns is refused (docs/residency.md). nil = no such
+	// check. Set before serving.
+	Objects tenancy.ObjectStore
 	// Tracer, when set, traces each routed request (package tracing);
 	// nil = off, at no cost. Set before serving.
 	Tracer *tracing.Tracer

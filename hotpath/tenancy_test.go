@@ -15,9 +15,10 @@ import (
 	"github.com/switchyard/switchyard/tenancy/tenancytest"
 )
 
-// responsesMock answers POST /v1/responses with a fresh id (resp_N), as a
-// JSON answer or a stream whose first event is response.created, and
-// records the bodies it received.
+// responsesMock answers POST /v1/responses with a fresh id (resp_N) and
+// one output item (msg_N), as a JSON answer or a stream whose first event
+// is response.created and last response.completed, and records the bodies
+// it received. It answers any other path the same way.
 type responsesMock struct {
 	url    string
 	n      atomic.Int64
@@ -33,18 +34,19 @@ func startResponsesMock(t *testing.T) *responsesMock {
 	}
 	m := &responsesMock{url: "http://" + ln.Addr().String() + "/v1"}
 	srv := &fasthttp.Server{Logger: quietLogger{}, Handler: func(rc *fasthttp.RequestCtx) {
-		id := "resp_" + strconv.FormatInt(m.n.Add(1), 10)
+		n := strconv.FormatInt(m.n.Add(1), 10)
+		id, item := "resp_"+n, `{"id":"msg_`+n+`","type":"message","role":"assistant","content":[]}`
 		m.mu.Lock()
 		m.bodies = append(m.bodies, string(rc.PostBody()))
 		m.mu.Unlock()
 		if strings.Contains(string(rc.PostBody()), `"stream":true`) {
 			rc.SetContentType("text/event-stream")
 			rc.SetBodyString("event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"" + id + "\",\"object\":\"response\",\"status\":\"in_progress\"}}\n\n" +
-				"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"" + id + "\",\"status\":\"completed\"}}\n\n")
+				"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"" + id + "\",\"status\":\"completed\",\"output\":[" + item + "]}}\n\n")
 			return
 		}
 		rc.SetContentType("application/json")
-		rc.SetBodyString(`{"id":"` + id + `","object":"response","status":"completed","output":[]}`)
+		rc.SetBodyString(`{"id":"` + id + `","object":"response","status":"completed","output":[` + item + `]}`)
 	}}
 	go srv.Serve(ln) //nolint:errcheck // ends at Shutdown
 	t.Cleanup(func() { _ = srv.Shutdown() })

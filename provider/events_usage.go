@@ -28,11 +28,23 @@ func (s *eventStream) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
 // Usage implements UsageReporter.
 func (s *eventStream) Usage() Usage { return s.usage.u }
 
+// OutputItemIDs implements ItemReporter.
+func (s *eventStream) OutputItemIDs() []string { return s.usage.items }
+
+// ItemReporter is a StreamDecoder of Responses API streams that reports
+// the ids of the output items its terminal event listed (nil: none), so
+// that their owner can be recorded (docs/residency.md).
+type ItemReporter interface {
+	OutputItemIDs() []string
+}
+
 // eventUsage is the usage a stream reported so far: the counts as its
-// events gave them, and their sum.
+// events gave them, and their sum; and on responses the output items'
+// ids.
 type eventUsage struct {
 	parts usageParts
 	u     Usage
+	items []string
 }
 
 // note reads the usage of the few events that carry it, leaving every
@@ -53,6 +65,12 @@ func (e *eventUsage) note(s router.Surface, name, data []byte) {
 		}
 		if q, ok := fastjsonParts(v.Get("response", "usage")); ok {
 			e.set(q)
+		}
+		e.items = e.items[:0]
+		for _, it := range v.GetArray("response", "output") {
+			if id := it.GetStringBytes("id"); len(id) > 0 {
+				e.items = append(e.items, string(id))
+			}
 		}
 	case s == router.SurfaceMessages && string(name) == "message_start":
 		e.messageStart(data)

@@ -3,10 +3,7 @@ package tenancy
 import (
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -120,6 +117,11 @@ type ObjectStore interface {
 	List(ctx context.Context, key string, kind Kind, p Page) (objs []Object, more bool, err error)
 	// Count returns how many objects of each kind key owns.
 	Count(ctx context.Context, key string) ([NumKinds]int, error)
+	// Owners sets owners[i] to the key that owns the object of kind with
+	// id ids[i], whichever key that is, or "" when no key does: the view
+	// across namespaces that refuses one key's id named in another key's
+	// request body (docs/residency.md). len(owners) must be len(ids).
+	Owners(ctx context.Context, kind Kind, ids []string, owners []string) error
 }
 
 // order reports whether a comes before b in a newest-first list: later
@@ -141,200 +143,26 @@ func cmpDesc(a, b int64) int {
 	return 1
 }
 
-// MemoryObjects is the in-process ObjectStore: at most max objects per key,
-// the oldest forgotten first. Safe for concurrent use.
-type MemoryObjects struct {
-	mu   sync.Mutex
-	max  int
-	now  func() time.Time
-	keys map[string]*[NumKinds]map[string]*memObject
-}
-
-type memObject struct {
-	Object
-	expires time.Time
-}
-
-// DefaultObjectsPerKey bounds a MemoryObjects store made with max <= 0.
-const DefaultObjectsPerKey = 100_000
-
-// NewMemoryObjects returns a memory store keeping at most max objects per
-// key and kind (max <= 0: DefaultObjectsPerKey). now is the clock; nil =
-// time.Now.
-func NewMemoryObjects(max int, now func() time.Time) *MemoryObjects {
-	if max <= 0 {
-		max = DefaultObjectsPerKey
+// pageBounds cuts the page p out of a list of n objects in the page's
+// order, where after and before are the positions of p's cursors (-1:
+// none): the page is [start, end), more says whether others follow in the
+// page's direction.
+func pageBounds(n, after, before int, p Page) (start, end int, more bool) {
+	start, end = 0, n
+	if after >= 0 {
+		start = after + 1
 	}
-	if now == nil {
-		now = time.Now
-	}
-	return &MemoryObjects{max: max, now: now, keys: map[string]*[NumKinds]map[string]*memObject{}}
-}
-
-// table returns key's objects of kind (created when create), pruned of
-// expired ones.
-func (m *MemoryObjects) table(key string, kind Kind, create bool) map[string]*memObject {
-	if kind >= NumKinds {
-		return nil
-	}
-	ks := m.keys[key]
-	if ks == nil {
-		if !create {
-			return nil
-		}
-		ks = &[NumKinds]map[string]*memObject{}
-		m.keys[key] = ks
-	}
-	t := ks[kind]
-	if t == nil {
-		if !create {
-			return nil
-		}
-		t = map[string]*memObject{}
-		ks[kind] = t
-	}
-	now := m.now()
-	for id, o := range t {
-		if !now.Before(o.expires) {
-			delete(t, id)
-		}
-	}
-	return t
-}
-
-// Put implements ObjectStore.
-func (m *MemoryObjects) Put(ctx context.Context, o Object, retention time.Duration) error {
-	_, err := m.put(o, retention, false)
-	return err
-}
-
-// PutNew implements ObjectStore.
-func (m *MemoryObjects) PutNew(ctx context.Context, o Object, retention time.Duration) (bool, error) {
-	return m.put(o, retention, true)
-}
-
-func (m *MemoryObjects) put(o Object, retention time.Duration, keep bool) (bool, error) {
-	if o.Kind >= NumKinds || o.ID == "" {
-		return false, fmt.Errorf("tenancy: cannot record an object of kind %d with id %q", o.Kind, o.ID)
-	}
-	now := m.now()
-	if o.Seq == 0 {
-		o.Seq = now.UnixMicro()
-	}
-	o.Models = slices.Clone(o.Models[:min(len(o.Models), MaxModels)])
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t := m.table(o.Key, o.Kind, true)
-	_, exists := t[o.ID]
-	if exists && keep {
-		return false, nil
-	}
-	if !exists && len(t) >= m.max {
-		var oldest *memObject
-		for _, x := range t {
-			if oldest == nil || order(&x.Object, &oldest.Object) > 0 {
-				oldest = x
-			}
-		}
-		delete(t, oldest.ID)
-	}
-	t[o.ID] = &memObject{Object: o, expires: now.Add(retention)}
-	return true, nil
-}
-
-// Get implements ObjectStore.
-func (m *MemoryObjects) Get(_ context.Context, key string, kind Kind, id string) (Object, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if o, ok := m.table(key, kind, false)[id]; ok {
-		c := o.Object
-		c.Models = slices.Clone(c.Models)
-		return c, true, nil
-	}
-	return Object{}, false, nil
-}
-
-// Delete implements ObjectStore.
-func (m *MemoryObjects) Delete(_ context.Context, key string, kind Kind, id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.table(key, kind, false), id)
-	return nil
-}
-
-// Flag implements ObjectStore.
-func (m *MemoryObjects) Flag(_ context.Context, key string, kind Kind, id string, f Flag) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	o, ok := m.table(key, kind, false)[id]
-	if !ok {
-		return false, nil
-	}
-	p := &o.Released
-	if f == FlagCharged {
-		p = &o.Charged
-	}
-	if *p {
-		return false, nil
-	}
-	*p = true
-	return true, nil
-}
-
-// List implements ObjectStore.
-func (m *MemoryObjects) List(_ context.Context, key string, kind Kind, p Page) ([]Object, bool, error) {
-	m.mu.Lock()
-	t := m.table(key, kind, false)
-	all := make([]Object, 0, len(t))
-	for _, o := range t {
-		c := o.Object
-		c.Models = slices.Clone(c.Models)
-		all = append(all, c)
-	}
-	m.mu.Unlock()
-	slices.SortFunc(all, func(a, b Object) int { return order(&a, &b) })
-	if p.Ascending {
-		slices.Reverse(all)
-	}
-	return pageOf(all, p)
-}
-
-// pageOf cuts the page p out of all, sorted in the page's order.
-func pageOf(all []Object, p Page) ([]Object, bool, error) {
-	start, end := 0, len(all)
-	if p.After != "" {
-		i := slices.IndexFunc(all, func(o Object) bool { return o.ID == p.After })
-		if i < 0 {
-			return nil, false, ErrCursor
-		}
-		start = i + 1
-	}
-	if p.Before != "" {
-		i := slices.IndexFunc(all, func(o Object) bool { return o.ID == p.Before })
-		if i < 0 {
-			return nil, false, ErrCursor
-		}
-		end = i
+	if before >= 0 {
+		end = before
 		// Before: the page that ends right before the cursor.
 		if p.Limit > 0 && end-start > p.Limit {
 			start = end - p.Limit
-			return all[start:end], start > 0, nil
+			return start, end, start > 0
 		}
-		return all[start:end], false, nil
+		return start, max(start, end), false
 	}
 	if p.Limit > 0 && end-start > p.Limit {
-		return all[start : start+p.Limit], true, nil
+		return start, start + p.Limit, true
 	}
-	return all[start:end], false, nil
-}
-
-// Count implements ObjectStore.
-func (m *MemoryObjects) Count(_ context.Context, key string) ([NumKinds]int, error) {
-	var n [NumKinds]int
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k := Kind(0); k < NumKinds; k++ {
-		n[k] = len(m.table(key, k, false))
-	}
-	return n, nil
+	return start, end, false
 }

@@ -23,6 +23,13 @@ import (
 //     ones leave the order set when the next record is written or a count
 //     is taken.
 //
+// Besides, each id has an owner entry across keys, prefix oid:<kind>:<id>,
+// holding the owner key's name and expiring with the record (Owners). It
+// lives in another slot than the record, so it is written in the same
+// pipeline but not the same script: before the record (Put), so no record
+// is ever without one; a leftover entry of a record that failed names the
+// key the id was handed to, which is still its owner.
+//
 // Safe for concurrent use.
 type RedisObjects struct {
 	c      rueidis.Client
@@ -38,6 +45,11 @@ func NewRedisObjects(c rueidis.Client, prefix string) *RedisObjects {
 // base is the start of every Redis key of key's objects of kind.
 func (r *RedisObjects) base(key string, kind Kind) string {
 	return r.prefix + "{o:" + hex.EncodeToString([]byte(key)) + "}:" + kind.String()
+}
+
+// ownerKey is the owner entry of id of kind.
+func (r *RedisObjects) ownerKey(kind Kind, id string) string {
+	return r.prefix + "oid:" + kind.String() + ":" + id
 }
 
 func (r *RedisObjects) keys(key string, kind Kind, id string) []string {
@@ -102,6 +114,13 @@ end
 return redis.call('DEL', KEYS[1])
 `)
 
+// dropOwnerScript removes an owner entry (KEYS[1]) that names the key
+// ARGV[1].
+var dropOwnerScript = rueidis.NewLuaScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
 // flagScript sets the field ARGV[1] of an existing record, once.
 var flagScript = rueidis.NewLuaScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -164,12 +183,27 @@ func (r *RedisObjects) put(ctx context.Context, o Object, retention time.Duratio
 	if keep {
 		k = "1"
 	}
-	args := append([]string{strconv.FormatInt(max(retention.Milliseconds(), 1), 10), member(&o), k}, fields(&o)...)
+	ms := max(retention.Milliseconds(), 1)
+	args := append([]string{strconv.FormatInt(ms, 10), member(&o), k}, fields(&o)...)
+	// The owner entry first, so no record is ever without one; PutNew's
+	// (NX) keeps an entry already there with its expiry, as it keeps the
+	// record.
+	own := r.c.B().Set().Key(r.ownerKey(o.Kind, o.ID)).Value(o.Key)
+	var cmd rueidis.Completed
+	if keep {
+		cmd = own.Nx().PxMilliseconds(ms).Build()
+	} else {
+		cmd = own.PxMilliseconds(ms).Build()
+	}
+	if err := r.c.Do(ctx, cmd).Error(); err != nil && !rueidis.IsRedisNil(err) {
+		return false, err
+	}
 	n, err := putScript.Exec(ctx, r.c, r.keys(o.Key, o.Kind, o.ID), args).AsInt64()
 	return n == 1, err
 }
 
-// Put implements ObjectStore: one script call.
+// Put implements ObjectStore: the owner entry, then the record (one
+// script call).
 func (r *RedisObjects) Put(ctx context.Context, o Object, retention time.Duration) error {
 	_, err := r.put(ctx, o, retention, false)
 	return err
@@ -190,9 +224,36 @@ func (r *RedisObjects) Get(ctx context.Context, key string, kind Kind, id string
 	return o, ok, nil
 }
 
-// Delete implements ObjectStore: one script call.
+// Delete implements ObjectStore: two script calls, the record and then
+// its owner entry (when it names key).
 func (r *RedisObjects) Delete(ctx context.Context, key string, kind Kind, id string) error {
-	return deleteScript.Exec(ctx, r.c, r.keys(key, kind, id), nil).Error()
+	if err := deleteScript.Exec(ctx, r.c, r.keys(key, kind, id), nil).Error(); err != nil {
+		return err
+	}
+	return dropOwnerScript.Exec(ctx, r.c, []string{r.ownerKey(kind, id)}, []string{key}).Error()
+}
+
+// Owners implements ObjectStore: one GET per id, in one pipeline.
+func (r *RedisObjects) Owners(ctx context.Context, kind Kind, ids []string, owners []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(ids))
+	for i, id := range ids {
+		cmds[i] = r.c.B().Get().Key(r.ownerKey(kind, id)).Build()
+	}
+	for i, res := range r.c.DoMulti(ctx, cmds...) {
+		s, err := res.ToString()
+		switch {
+		case rueidis.IsRedisNil(err):
+			owners[i] = ""
+		case err != nil:
+			return err
+		default:
+			owners[i] = s
+		}
+	}
+	return nil
 }
 
 // Flag implements ObjectStore: one script call (HSETNX on an existing

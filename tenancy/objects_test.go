@@ -123,6 +123,61 @@ func testObjectStore(t *testing.T, s ObjectStore) {
 	if got, _ := list(Page{Limit: 10}); !reflect.DeepEqual(got, []string{"file-c", "file-a", "file-out"}) {
 		t.Fatalf("list after delete = %v", got)
 	}
+
+	// Owners: the view across keys, by id; a deleted id has none, and a
+	// batch id is not a file id.
+	owners := make([]string, 5)
+	if err := s.Owners(ctx, KindFile, []string{"file-a", "file-g", "file-b", "nope", "file-out"}, owners); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"acme", "globex", "", "", "acme"}; !reflect.DeepEqual(owners, want) {
+		t.Fatalf("Owners = %q; want %q", owners, want)
+	}
+	if err := s.Owners(ctx, KindBatch, []string{"file-g", "file-a"}, owners[:2]); err != nil || owners[0] != "" || owners[1] != "acme" {
+		t.Fatalf("batch Owners = %q, %v", owners[:2], err)
+	}
+	// Another key deleting an id it does not own leaves its owner entry.
+	if err := s.Delete(ctx, "globex", KindFile, "file-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Owners(ctx, KindFile, []string{"file-a"}, owners[:1]); err != nil || owners[0] != "acme" {
+		t.Fatalf("Owners after another key's delete = %q, %v", owners[:1], err)
+	}
+
+	// Paging over more records than a page, both ways, on a key of its
+	// own: every record once, in order.
+	for i := range 25 {
+		put(Object{Kind: KindMessageBatch, ID: fmt.Sprintf("mb-%02d", i), Key: "paged", Target: "claude", Created: int64(i / 3), Seq: int64(100 + i)})
+	}
+	var got []string
+	after := ""
+	for {
+		objs, more, err := s.List(ctx, "paged", KindMessageBatch, Page{Limit: 7, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ids(objs)...)
+		if !more {
+			break
+		}
+		after = objs[len(objs)-1].ID
+	}
+	var newest []string
+	for i := 24; i >= 0; i-- {
+		newest = append(newest, fmt.Sprintf("mb-%02d", i))
+	}
+	if !reflect.DeepEqual(got, newest) {
+		t.Fatalf("paged list = %v; want %v", got, newest)
+	}
+	if objs, more, _ := s.List(ctx, "paged", KindMessageBatch, Page{Limit: 3, Before: "mb-10"}); !reflect.DeepEqual(ids(objs), []string{"mb-13", "mb-12", "mb-11"}) || !more {
+		t.Fatalf("before mb-10 = %v, %v", ids(objs), more)
+	}
+	if objs, more, _ := s.List(ctx, "paged", KindMessageBatch, Page{Limit: 3, After: "mb-03", Ascending: true}); !reflect.DeepEqual(ids(objs), []string{"mb-04", "mb-05", "mb-06"}) || !more {
+		t.Fatalf("ascending after mb-03 = %v, %v", ids(objs), more)
+	}
+	if _, _, err := s.List(ctx, "nobody", KindFile, Page{Limit: 3, After: "file-a"}); !errors.Is(err, ErrCursor) {
+		t.Fatalf("a cursor on a key with no records: %v", err)
+	}
 }
 
 func TestMemoryObjects(t *testing.T) {
@@ -145,6 +200,13 @@ func TestMemoryObjectsExpireAndBound(t *testing.T) {
 	}
 	if n, _ := m.Count(ctx, "k"); n[KindFile] != 0 {
 		t.Fatalf("count after expiry = %d", n[KindFile])
+	}
+	owners := make([]string, 2)
+	if err := m.Owners(ctx, KindFile, []string{"1", "2"}, owners); err != nil || owners[0] != "" || owners[1] != "" {
+		t.Fatalf("Owners after expiry = %q, %v", owners, err)
+	}
+	if m.Len() != 0 {
+		t.Fatalf("Len after expiry = %d", m.Len())
 	}
 }
 
@@ -193,5 +255,9 @@ func TestRedisObjectsExpireAcrossReplicas(t *testing.T) {
 	objs, more, err := b.List(ctx, "acme", KindMessageBatch, Page{Limit: 10})
 	if err != nil || more || len(objs) != 1 || objs[0].ID != "msgbatch_2" {
 		t.Fatalf("list after expiry = %+v, %v, %v", objs, more, err)
+	}
+	owners := make([]string, 2)
+	if err := b.Owners(ctx, KindMessageBatch, []string{"msgbatch_1", "msgbatch_2"}, owners); err != nil || owners[0] != "" || owners[1] != "acme" {
+		t.Fatalf("Owners after expiry = %q, %v", owners, err)
 	}
 }

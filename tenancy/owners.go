@@ -9,6 +9,7 @@ package tenancy
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -26,6 +27,12 @@ type OwnerStore interface {
 	// Owner returns the key that created id; "" when none did (unknown
 	// or expired).
 	Owner(ctx context.Context, id string) (string, error)
+	// RememberAll records that key created each of ids (a response's
+	// output items), for ttl.
+	RememberAll(ctx context.Context, ids []string, key string, ttl time.Duration) error
+	// Owners sets owners[i] to Owner of ids[i]. len(owners) must be
+	// len(ids).
+	Owners(ctx context.Context, ids []string, owners []string) error
 }
 
 // Memory is the in-process OwnerStore: at most Max ids, the oldest
@@ -37,6 +44,7 @@ type Memory struct {
 	owner map[string]memEntry
 	order []string // ids in insertion order, a ring of max slots
 	next  int
+	held  atomic.Int64 // len(owner), for Len
 }
 
 type memEntry struct {
@@ -63,6 +71,23 @@ func NewMemory(max int, now func() time.Time) *Memory {
 func (m *Memory) Remember(_ context.Context, id, key string, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.remember(id, key, m.now().Add(ttl))
+	return nil
+}
+
+// RememberAll implements OwnerStore.
+func (m *Memory) RememberAll(_ context.Context, ids []string, key string, ttl time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	expires := m.now().Add(ttl)
+	for _, id := range ids {
+		m.remember(id, key, expires)
+	}
+	return nil
+}
+
+// remember records id for key until expires (m.mu held).
+func (m *Memory) remember(id, key string, expires time.Time) {
 	if _, ok := m.owner[id]; !ok {
 		if len(m.order) < m.max {
 			m.order = append(m.order, id)
@@ -73,8 +98,8 @@ func (m *Memory) Remember(_ context.Context, id, key string, ttl time.Duration) 
 			m.next = (m.next + 1) % m.max
 		}
 	}
-	m.owner[id] = memEntry{key: key, expires: m.now().Add(ttl)}
-	return nil
+	m.owner[id] = memEntry{key: key, expires: expires}
+	m.held.Store(int64(len(m.owner)))
 }
 
 // Owner implements OwnerStore.
@@ -88,12 +113,23 @@ func (m *Memory) Owner(_ context.Context, id string) (string, error) {
 	return e.key, nil
 }
 
-// Len returns the number of ids held (expired ones included until evicted).
-func (m *Memory) Len() int {
+// Owners implements OwnerStore.
+func (m *Memory) Owners(_ context.Context, ids []string, owners []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.owner)
+	now := m.now()
+	for i, id := range ids {
+		owners[i] = ""
+		if e, ok := m.owner[id]; ok && now.Before(e.expires) {
+			owners[i] = e.key
+		}
+	}
+	return nil
 }
+
+// Len returns the number of ids held (expired ones included until
+// evicted): one atomic load, so a caller may skip its lookups when it is 0.
+func (m *Memory) Len() int { return int(m.held.Load()) }
 
 // Redis is the OwnerStore shared by replicas: one key per response id,
 // prefix + "resp:" + id, holding the client key's name and expiring with
@@ -112,6 +148,47 @@ func (r *Redis) key(id string) string { return r.prefix + "resp:" + id }
 // Remember implements OwnerStore: one SET with EX.
 func (r *Redis) Remember(ctx context.Context, id, key string, ttl time.Duration) error {
 	return r.c.Do(ctx, r.c.B().Set().Key(r.key(id)).Value(key).ExSeconds(int64(ttl/time.Second)).Build()).Error()
+}
+
+// RememberAll implements OwnerStore: one SET with EX per id, in one
+// pipeline.
+func (r *Redis) RememberAll(ctx context.Context, ids []string, key string, ttl time.Duration) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(ids))
+	for i, id := range ids {
+		cmds[i] = r.c.B().Set().Key(r.key(id)).Value(key).ExSeconds(int64(ttl / time.Second)).Build()
+	}
+	for _, res := range r.c.DoMulti(ctx, cmds...) {
+		if err := res.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Owners implements OwnerStore: one GET per id, in one pipeline.
+func (r *Redis) Owners(ctx context.Context, ids []string, owners []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(ids))
+	for i, id := range ids {
+		cmds[i] = r.c.B().Get().Key(r.key(id)).Build()
+	}
+	for i, res := range r.c.DoMulti(ctx, cmds...) {
+		s, err := res.ToString()
+		switch {
+		case rueidis.IsRedisNil(err):
+			owners[i] = ""
+		case err != nil:
+			return err
+		default:
+			owners[i] = s
+		}
+	}
+	return nil
 }
 
 // Owner implements OwnerStore: one GET.

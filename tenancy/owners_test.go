@@ -71,3 +71,42 @@ func TestRedisOwners(t *testing.T) {
 		t.Fatalf("ttl %d err %v", ttl, err)
 	}
 }
+
+// testOwnersMany: RememberAll records every id for the key, and Owners
+// answers each id's owner ("" for none), on any OwnerStore.
+func testOwnersMany(t *testing.T, s OwnerStore) {
+	ctx := context.Background()
+	if err := s.RememberAll(ctx, []string{"msg_1", "rs_1"}, "acme", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remember(ctx, "msg_2", "globex", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	owners := make([]string, 4)
+	if err := s.Owners(ctx, []string{"rs_1", "msg_2", "msg_none", "msg_1"}, owners); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"acme", "globex", "", "acme"}; fmt.Sprint(owners) != fmt.Sprint(want) {
+		t.Fatalf("Owners = %q; want %q", owners, want)
+	}
+	if err := s.RememberAll(ctx, nil, "acme", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMemoryOwnersMany(t *testing.T) {
+	m := NewMemory(0, nil)
+	testOwnersMany(t, m)
+	if m.Len() != 3 {
+		t.Fatalf("Len = %d; want 3", m.Len())
+	}
+}
+
+func TestRedisOwnersMany(t *testing.T) {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{tenancytest.StartRedis(t)}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	testOwnersMany(t, NewRedis(c, "sy-test:"))
+}

@@ -280,6 +280,9 @@ func (s *relayBody) release() {
 	if ur, ok := s.dec.(provider.UsageReporter); ok && s.class == ClassOK {
 		res.Usage = ur.Usage()
 	}
+	if ir, ok := s.dec.(provider.ItemReporter); ok && s.class == ClassOK {
+		res.ItemIDs = ir.OutputItemIDs()
+	}
 	provider.ReleaseDecoder(s.dec)
 	class := s.class
 	*s = relayBody{ended: true, class: class}

@@ -64,6 +64,10 @@ type Result struct {
 	// ResponseID is the response id of a committed Responses API stream,
 	// from its response.created event (owned copy); nil otherwise.
 	ResponseID []byte
+	// ItemIDs are the ids of the output items a Responses API stream's
+	// terminal event listed (provider.ItemReporter), reported to
+	// Observer.StreamEnd of a stream that ended ClassOK; nil otherwise.
+	ItemIDs []string
 }
 
 // Observer receives the events of a walk, for metrics and logs. Methods

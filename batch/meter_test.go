@@ -1,0 +1,141 @@
+package batch_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/switchyard/switchyard/mock"
+	"github.com/switchyard/switchyard/quota"
+	"github.com/switchyard/switchyard/tenancy"
+	"github.com/switchyard/switchyard/tenancy/tenancytest"
+)
+
+const meteredYAML = `
+strategy:
+  mode: conditional
+  conditions:
+    - {key: model_prefix, value: claude-, target_key: claude}
+targets:
+  - {virtual_key: claude, provider: anthropic, base_url: %q}
+auth:
+  keys:
+    - {name: acme, key: ` + aliceKey + `, limits: {tokens_per_day: 10000000}}
+`
+
+// TestMessageBatchChargedWhateverTheClientReads: a message batch's usage
+// is charged once it is seen ended, whether its client reads the results
+// whole, cuts the download before its end, or never downloads them: the
+// gateway reads the results itself, once, and charges their usage once.
+// It was charged only when the client read the results whole through the
+// gateway, so a client that cut the last chunk ran its batch for free.
+func TestMessageBatchChargedWhateverTheClientReads(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { testMessageBatchCharged(t, tenancy.NewMemoryObjects(0, nil)) })
+	t.Run("redis", func(t *testing.T) {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{tenancytest.StartRedis(t)}, DisableCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		testMessageBatchCharged(t, tenancy.NewRedisObjects(c, "sy-test:"))
+	})
+}
+
+func testMessageBatchCharged(t *testing.T, store tenancy.ObjectStore) {
+	claude, err := mock.Start("127.0.0.1:0", mock.Options{Name: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claude.Close()
+	tg := newTestGateway(t, fmt.Sprintf(meteredYAML, "http://"+claude.Addr()), false, store)
+	room := func() int64 {
+		t.Helper()
+		tg.s.WaitMetered()
+		r, ok := tg.g.Load().Quota.RoomOf("acme", false)
+		if !ok || !r.Known {
+			t.Fatal("no room known for acme")
+		}
+		return r.Left[quota.TokensPerDay]
+	}
+	create := func(n int) string {
+		t.Helper()
+		var b strings.Builder
+		b.WriteString(`{"requests":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"custom_id":"r%d","params":{"model":"claude-x","max_tokens":500,"messages":[{"role":"user","content":"hi"}]}}`, i)
+		}
+		b.WriteString(`]}`)
+		status, answer, _ := tg.do(t, "POST", "/v1/messages/batches", aliceKey, "application/json", []byte(b.String()))
+		id := between(answer, `"id":"`, `"`)
+		if status != 200 || id == "" {
+			t.Fatalf("create = %d %s", status, answer)
+		}
+		return id
+	}
+	prompt, completion := claude.UsageFigures()
+	per := int64(prompt + completion)
+	full := room()
+
+	t.Run("never downloaded", func(t *testing.T) {
+		id := create(2)
+		if status, answer, _ := tg.do(t, "GET", "/v1/messages/batches/"+id, aliceKey, "", nil); status != 200 ||
+			!strings.Contains(answer, `"processing_status":"ended"`) {
+			t.Fatalf("read = %d %s", status, answer)
+		}
+		if got, want := room(), full-2*per; got != want {
+			t.Fatalf("room after the batch was seen ended = %d; want %d (its 2 results' usage charged)", got, want)
+		}
+		full -= 2 * per
+	})
+
+	t.Run("download cut", func(t *testing.T) {
+		const n = 400 // results of about 120 KB: more than the connection holds in flight
+		id := create(n)
+		// The batch ends at the provider; the client never polls it
+		// through the gateway, and reads only the start of its results.
+		resp, err := http.Get(claude.BaseURL() + "/messages/batches/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		conn, err := tg.dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "GET /v1/messages/batches/%s/results HTTP/1.1\r\nHost: gw.local\r\nAuthorization: Bearer %s\r\n\r\n", id, aliceKey)
+		br := bufio.NewReader(conn)
+		status, _ := br.ReadString('\n')
+		if !strings.Contains(status, " 200 ") {
+			t.Fatalf("results status line %q", status)
+		}
+		if _, err := io.ReadFull(br, make([]byte, 2048)); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+		if got, want := room(), full-n*per; got != want {
+			t.Fatalf("room after a cut download = %d; want %d (its %d results' usage charged)", got, want, n)
+		}
+		full -= n * per
+		// Read whole afterwards, twice: nothing more is charged.
+		for range 2 {
+			if status, answer, _ := tg.do(t, "GET", "/v1/messages/batches/"+id+"/results", aliceKey, "", nil); status != 200 ||
+				strings.Count(answer, "\n") != n {
+				t.Fatalf("results = %d, %d lines", status, strings.Count(answer, "\n"))
+			}
+		}
+		if got := room(); got != full {
+			t.Fatalf("room after reading the results whole twice = %d; want %d (charged once)", got, full)
+		}
+		if got := claude.BatchStats().Results; got != 5 {
+			t.Fatalf("the provider's results were read %d times; want 5 (the gateway once for each of the two batches, the client three times)", got)
+		}
+	})
+}
