@@ -71,6 +71,26 @@ func TestCloudProvidersLoad(t *testing.T) {
 	}
 }
 
+// A vertex target's anthropic_betas: absent is nil (the Vertex default),
+// [] is an empty list (none), a list is kept as written.
+func TestVertexAnthropicBetasDecode(t *testing.T) {
+	key := writeKey(t, testSAKey)
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{"", nil},
+		{"\n    anthropic_betas: []", []string{}},
+		{"\n    anthropic_betas: [claude-code-20250219, compact-2026-01-12]", []string{"claude-code-20250219", "compact-2026-01-12"}},
+	} {
+		src := strings.Replace(cloudYAML(key), "region: europe-west4", "region: europe-west4"+tc.line, 1)
+		got := mustParse(t, src, noEnv).Targets[1].AnthropicBetas
+		if (got == nil) != (tc.want == nil) || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%q: %#v, want %#v", tc.line, got, tc.want)
+		}
+	}
+}
+
 func TestCloudProviderProblems(t *testing.T) {
 	key := writeKey(t, testSAKey)
 	cases := []struct {
@@ -91,6 +111,12 @@ func TestCloudProviderProblems(t *testing.T) {
 			[]want{{"targets[1].project", 16, "", "vertex needs project; want a Google Cloud project id such as my-project-123"}}},
 		{"vertex api_key", "project: eu-proj-123", "project: eu-proj-123\n    api_key: nope",
 			[]want{{"targets[1].api_key", 19, "nope", "api_key is only for providers openai, anthropic, bedrock, azure and gemini; this target's provider is vertex"}}},
+		{"vertex anthropic_betas with a comma list", "region: europe-west4", "region: europe-west4\n    anthropic_betas: [claude-code-20250219, \"a-1,b-1\"]",
+			[]want{{"targets[1].anthropic_betas[1]", 20, `"a-1`, `"a-1,b-1" is not a beta flag; want one flag such as interleaved-thinking-2025-05-14 (letters, digits, '-', '_' or '.')`}}},
+		{"vertex anthropic_betas twice", "region: europe-west4", "region: europe-west4\n    anthropic_betas: [effort-2025-11-24, effort-2025-11-24]",
+			[]want{{"targets[1].anthropic_betas[1]", 20, "effort-2025-11-24]", `"effort-2025-11-24" is listed twice; want each flag once`}}},
+		{"anthropic_betas on gemini", "api_key: g-key", "api_key: g-key\n    anthropic_betas: []",
+			[]want{{"targets[2].anthropic_betas", 23, "[]", "anthropic_betas is only for providers bedrock and vertex; this target's provider is gemini"}}},
 		{"project on gemini", "api_key: g-key", "api_key: g-key\n    project: p",
 			[]want{{"targets[2].project", 23, "@@p", "project is only for provider vertex; this target's provider is gemini"}}},
 		{"azure key on openai", "    provider: azure\n", "    provider: openai\n",

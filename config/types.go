@@ -189,10 +189,11 @@ type Target struct {
 	AWSAccessKeyID     string `yaml:"aws_access_key_id"`
 	AWSSecretAccessKey string `yaml:"aws_secret_access_key"`
 	AWSSessionToken    string `yaml:"aws_session_token"`
-	// AnthropicBetas are the anthropic-beta flags a bedrock target passes
-	// to Claude on the messages surface (docs/providers.md, Claude Code on
-	// Bedrock). nil = the flags Bedrock documents
-	// (provider.BedrockAnthropicBetas); empty = none.
+	// AnthropicBetas are the anthropic-beta flags a bedrock or vertex
+	// target passes to Claude on the messages surface (docs/providers.md,
+	// Claude Code on Bedrock; Claude Code on Vertex). nil = the provider's
+	// default (provider.BedrockAnthropicBetas, provider.VertexAnthropicBetas);
+	// empty = none.
 	AnthropicBetas []string `yaml:"anthropic_betas"`
 	// Cloud holds the azure and vertex keys (config/cloud.go).
 	Cloud `yaml:",inline"`

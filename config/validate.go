@@ -256,6 +256,9 @@ func (d *decoder) validateCredentials(t *Target, path string) {
 			d.problemf(p(key), "%s is only for %s; this target's provider is %s", key, provider.Accepting(key), t.Provider)
 		}
 	}
+	if info.Accepts("anthropic_betas") {
+		d.validateAnthropicBetas(t.AnthropicBetas, p("anthropic_betas"))
+	}
 	switch t.Provider {
 	case ProviderAzure:
 		d.validateAzure(t, path)
@@ -280,7 +283,6 @@ func (d *decoder) validateCredentials(t *Target, path string) {
 	if t.APIKey != "" && (id || secret) {
 		d.problemf(p("api_key"), "both api_key and AWS keys are set; want one credential: api_key (a Bedrock API key) or aws_access_key_id/aws_secret_access_key")
 	}
-	d.validateAnthropicBetas(t.AnthropicBetas, p("anthropic_betas"))
 	if t.Region != "" && !validRegion(t.Region) {
 		d.problemf(p("region"), "%s is not an AWS region; want lowercase letters and digits in hyphen-separated parts, such as us-east-1",
 			quoteShort(t.Region))
@@ -291,10 +293,10 @@ func (d *decoder) validateCredentials(t *Target, path string) {
 	}
 }
 
-// validateAnthropicBetas checks a bedrock target's anthropic_betas: at most
-// provider.MaxAnthropicBetas flags, each once, each one flag as clients
-// write them in anthropic-beta (no space or comma, which split a header's
-// list, no quote or control character).
+// validateAnthropicBetas checks a target's anthropic_betas (bedrock,
+// vertex): at most provider.MaxAnthropicBetas flags, each once, each one
+// flag as clients write them in anthropic-beta (no space or comma, which
+// split a header's list, no quote or control character).
 func (d *decoder) validateAnthropicBetas(betas []string, path string) {
 	if len(betas) > provider.MaxAnthropicBetas {
 		d.problemf(path, "%d beta flags; want at most %d", len(betas), provider.MaxAnthropicBetas)

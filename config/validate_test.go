@@ -207,7 +207,7 @@ func TestValidationProblems(t *testing.T) {
 		{"bedrock api_key and aws keys", "region: us-east-1\n", "region: us-east-1\n    api_key: brk\n",
 			[]want{{"targets[1].api_key", 33, "brk", "both api_key and AWS keys are set; want one credential: api_key (a Bedrock API key) or aws_access_key_id/aws_secret_access_key"}}},
 		{"anthropic_betas on openai", "provider: openai\n", "provider: openai\n    anthropic_betas: [context-1m-2025-08-07]\n",
-			[]want{{"targets[0].anthropic_betas", 23, "[context", "anthropic_betas is only for provider bedrock; this target's provider is openai"}}},
+			[]want{{"targets[0].anthropic_betas", 23, "[context", "anthropic_betas is only for providers bedrock and vertex; this target's provider is openai"}}},
 		{"anthropic_betas with a comma list", "region: us-east-1\n", "region: us-east-1\n    anthropic_betas: [a-1, \"b-1,c-1\"]\n",
 			[]want{{"targets[1].anthropic_betas[1]", 33, `"b-1`, `"b-1,c-1" is not a beta flag; want one flag such as interleaved-thinking-2025-05-14 (letters, digits, '-', '_' or '.')`}}},
 		{"anthropic_betas empty flag", "region: us-east-1\n", "region: us-east-1\n    anthropic_betas: [\"\"]\n",

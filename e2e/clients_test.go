@@ -178,6 +178,72 @@ targets:
 	}
 }
 
+// The same session on a [anthropic, vertex] chain whose anthropic member
+// is down: Vertex refuses a request naming a beta flag it does not know,
+// so it must get, in one anthropic-beta header, only the flags it accepts
+// (tool search under its Vertex name, as Claude Code sends it in its own
+// Vertex mode), and every body member as the client sent it but model
+// (docs/providers.md, Claude Code on Vertex).
+func TestClaudeCodeReplayToolSearchOnVertex(t *testing.T) {
+	fx := loadClientFixture(t, "claude-code-tool-search.json")
+	ant := startAPIMock(t, "ant", func(*http.Request) bool { return true }, jsonAnswer(503, anthropicErr("overloaded_error", "Overloaded")))
+	// No credential configured: a request carrying any Authorization or
+	// x-api-key (the client's) is refused.
+	noCredential := func(r *http.Request) bool {
+		return r.Header.Get("Authorization") == "" && r.Header.Get("x-api-key") == ""
+	}
+	vtx := startAPIMock(t, "vtx", noCredential, func(w http.ResponseWriter, _ *http.Request, _ []byte) { claudeTurn(w, "v1", "Done.", "", "") })
+	g := startGatewayYAML(t, fmt.Sprintf(`server: {listen: "127.0.0.1:0", request_timeout: 10s}
+log: {level: info, format: json, access_log: true}
+strategy:
+  mode: conditional
+  conditions:
+    - {key: model_prefix, value: claude-, target_keys: [ant, vtx]}
+targets:
+  - {virtual_key: ant, provider: anthropic, base_url: "%s", api_key: ant-key}
+  - {virtual_key: vtx, provider: vertex, base_url: "%s", project: eu-proj-123, region: europe-west4}
+`, ant.srv.URL, vtx.srv.URL))
+	const want = "claude-code-20250219,context-1m-2025-08-07,interleaved-thinking-2025-05-14,context-management-2025-06-27," +
+		"tool-search-tool-2025-10-19,effort-2025-11-24"
+	for i, r := range fx.Requests {
+		resp, body := replayHTTP(t, g.addr, r)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Gateway-Target") != "vtx" || !strings.Contains(body, "event: message_stop") {
+			t.Fatalf("request %d: %s target %q\n%s", i, resp.Status, resp.Header.Get("X-Gateway-Target"), body)
+		}
+		got := vtx.last(t)
+		if got.uri != "/v1/projects/eu-proj-123/locations/europe-west4/publishers/anthropic/models/claude-opus-4-8:streamRawPredict" {
+			t.Errorf("request %d went to %s", i, got.uri)
+		}
+		if betas := got.header.Values("anthropic-beta"); len(betas) != 1 || betas[0] != want {
+			t.Errorf("request %d: Vertex got anthropic-beta %q\nwant %q", i, betas, want)
+		}
+		if v := got.header.Values("anthropic-version"); v != nil {
+			t.Errorf("request %d: anthropic-version %q sent (Vertex reads the body's)", i, v)
+		}
+		var sent, client map[string]json.RawMessage
+		if err := json.Unmarshal(got.body, &sent); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(r.Body, &client); err != nil {
+			t.Fatal(err)
+		}
+		if v := string(sent["anthropic_version"]); v != `"vertex-2023-10-16"` {
+			t.Errorf("request %d: anthropic_version %s", i, v)
+		}
+		// Every other member as the client sent it, stream included.
+		delete(sent, "anthropic_version")
+		delete(client, "model")
+		for k, v := range client {
+			if !bytes.Equal(compact(t, sent[k]), compact(t, v)) {
+				t.Errorf("request %d: member %s changed on the way to Vertex", i, k)
+			}
+		}
+		if len(sent) != len(client) {
+			t.Errorf("request %d: Vertex got %d members, the client sent %d besides model", i, len(sent), len(client))
+		}
+	}
+}
+
 // claudeTurn answers a Messages stream with message id msg_<id>: text, and
 // when tool is set a tool_use block (id toolu_<id>) with input args.
 func claudeTurn(w http.ResponseWriter, id, text, tool, args string) {

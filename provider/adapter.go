@@ -90,9 +90,9 @@ type Endpoint struct {
 	APIVersion string
 	// Project is vertex's Google Cloud project.
 	Project string
-	// AnthropicBetas are the anthropic-beta flags a bedrock target passes
-	// to Claude on the messages surface; nil = the flags Bedrock documents
-	// (BedrockAnthropicBetas), empty = none.
+	// AnthropicBetas are the anthropic-beta flags a bedrock or vertex
+	// target passes to Claude on the messages surface; nil = the provider's
+	// default (BedrockAnthropicBetas, VertexAnthropicBetas), empty = none.
 	AnthropicBetas []string
 	// Token supplies an OAuth 2.0 access token (azure with Entra ID client
 	// credentials, vertex); nil = none.

@@ -30,30 +30,6 @@ type bedrockMessages struct {
 // a Claude body.
 const bedrockAnthropicVersion = "bedrock-2023-05-31"
 
-// BedrockAnthropicBetas are the anthropic-beta flags Bedrock's Claude
-// documentation lists as accepted in anthropic_beta (the Amazon Bedrock
-// user guide's Anthropic Claude Messages API request and response page, as
-// of 2026-12-07; docs/providers.md, Claude Code on Bedrock): the default of
-// a bedrock target's anthropic_betas. Every other flag is dropped, since
-// Bedrock refuses a request naming one it does not know. The caller must
-// not modify it.
-var BedrockAnthropicBetas = []string{
-	"computer-use-2025-01-24",
-	"token-efficient-tools-2025-02-19",
-	"interleaved-thinking-2025-05-14",
-	"output-128k-2025-02-19",
-	"dev-full-thinking-2025-05-14",
-	"context-1m-2025-08-07",
-	"context-management-2025-06-27",
-	"effort-2025-11-24",
-	"tool-search-tool-2025-10-19",
-	"tool-examples-2025-10-29",
-}
-
-// MaxAnthropicBetas bounds a target's anthropic_betas: the filter remembers
-// the flags it wrote in a 64-bit set.
-const MaxAnthropicBetas = 64
-
 var (
 	anthropicDot     = []byte("anthropic.")
 	bedrockVersionKV = []byte(`"anthropic_version":"` + bedrockAnthropicVersion + `"`)
@@ -85,13 +61,13 @@ func (m bedrockMessages) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Ca
 	model, op := upstreamModel, "/invoke"
 	switch {
 	case c.CountTokens:
-		body, err = appendCountTokensBody(body, c, ep.anthropicBetas())
+		body, err = appendCountTokensBody(body, c, ep.anthropicBetas(BedrockAnthropicBetas))
 		model, op = foundationModelID(upstreamModel), "/count-tokens"
 	case c.Stream:
-		body, err = appendInvokeBody(body, c.Body, c.Header, ep.anthropicBetas(), false)
+		body, err = appendInvokeBody(body, c.Body, c.Header, ep.anthropicBetas(BedrockAnthropicBetas), false)
 		op = "/invoke-with-response-stream"
 	default:
-		body, err = appendInvokeBody(body, c.Body, c.Header, ep.anthropicBetas(), false)
+		body, err = appendInvokeBody(body, c.Body, c.Header, ep.anthropicBetas(BedrockAnthropicBetas), false)
 	}
 	req.SwapBody(body)
 	if err != nil {
@@ -106,14 +82,6 @@ func (m bedrockMessages) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Ca
 		return m.signer.sign(req, ep, body)
 	}
 	return nil
-}
-
-// anthropicBetas returns the beta flags ep passes to Claude.
-func (ep *Endpoint) anthropicBetas() []string {
-	if ep.AnthropicBetas == nil {
-		return BedrockAnthropicBetas
-	}
-	return ep.AnthropicBetas
 }
 
 // setBedrockURI sets {base}/model/{model}{op}: the model id escaped as the
@@ -236,95 +204,6 @@ func memberKey(raw []byte) string {
 		return string(raw)
 	}
 	return k
-}
-
-// betaFilter appends the anthropic-beta flags its allowed list holds as
-// JSON strings, each at most once. Not safe for concurrent use.
-type betaFilter struct {
-	allowed []string
-	seen    uint64 // bit i: allowed[i] written (i < MaxAnthropicBetas)
-	n       int    // flags written
-}
-
-// appendList appends the flags of one anthropic-beta header value, a comma
-// separated list (spaces and tabs around a flag are not part of it).
-func (f *betaFilter) appendList(dst, list []byte) []byte {
-	for len(list) > 0 {
-		flag := list
-		if i := bytes.IndexByte(list, ','); i >= 0 {
-			flag, list = list[:i], list[i+1:]
-		} else {
-			list = nil
-		}
-		dst = f.appendFlag(dst, bytes.Trim(flag, " \t"))
-	}
-	return dst
-}
-
-// errBodyBetas refuses a body whose own anthropic_beta is not a list of flags.
-var errBodyBetas = badRequest("anthropic_beta must be an array of strings")
-
-// appendArray appends the flags of a body's own anthropic_beta value.
-func (f *betaFilter) appendArray(dst, value []byte) ([]byte, error) {
-	p := parserPool.Get()
-	defer parserPool.Put(p)
-	v, err := p.ParseBytes(value)
-	if err != nil || v.Type() != fastjson.TypeArray {
-		return dst, errBodyBetas
-	}
-	items, _ := v.Array()
-	for _, it := range items {
-		s, ok := jsonStr(it)
-		if !ok {
-			return dst, errBodyBetas
-		}
-		dst = f.appendFlag(dst, byteconv.Bytes(s))
-	}
-	return dst, nil
-}
-
-// bedrockBetaAliases are first-party beta flags that Bedrock takes under
-// another name: the flag, then Bedrock's. Claude Code sends the first when
-// it believes it speaks to Anthropic and the second in its own Bedrock mode
-// (docs/providers.md, Claude Code on Bedrock).
-var bedrockBetaAliases = [...][2]string{
-	// Tool search: defer_loading tools and tool_reference blocks.
-	{"advanced-tool-use-2025-11-20", "tool-search-tool-2025-10-19"},
-}
-
-// appendFlag appends flag when allowed holds it, or else the name Bedrock
-// gives it when allowed holds that, and it was not written yet.
-func (f *betaFilter) appendFlag(dst, flag []byte) []byte {
-	i := f.index(flag)
-	for _, a := range bedrockBetaAliases {
-		if i < 0 && a[0] == string(flag) {
-			i = f.index(byteconv.Bytes(a[1]))
-		}
-	}
-	if i < 0 {
-		return dst
-	}
-	if i < MaxAnthropicBetas {
-		if f.seen&(1<<i) != 0 {
-			return dst
-		}
-		f.seen |= 1 << i
-	}
-	if f.n > 0 {
-		dst = append(dst, ',')
-	}
-	f.n++
-	return AppendJSONString(dst, f.allowed[i])
-}
-
-// index returns flag's position in allowed, or -1.
-func (f *betaFilter) index(flag []byte) int {
-	for i, a := range f.allowed {
-		if a == string(flag) {
-			return i
-		}
-	}
-	return -1
 }
 
 // appendCountTokensBody appends the CountTokens request for c:

@@ -387,19 +387,27 @@ func TestBedrockMessagesAnswers(t *testing.T) {
 
 // docs/providers.md lists the default flags exactly as the code has them.
 func TestBedrockBetasDocumented(t *testing.T) {
+	if _, listed := documentedBetas(t, "Claude Code on Bedrock"); !reflect.DeepEqual(listed, BedrockAnthropicBetas) {
+		t.Errorf("docs list %q\n code has %q", listed, BedrockAnthropicBetas)
+	}
+}
+
+// documentedBetas returns the section of docs/providers.md headed
+// "## heading" and the flags it lists as "- `flag`" items.
+func documentedBetas(t *testing.T, heading string) (section string, listed []string) {
+	t.Helper()
 	doc, err := os.ReadFile("../docs/providers.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := strings.Index(string(doc), "## Claude Code on Bedrock")
+	i := strings.Index(string(doc), "## "+heading+"\n")
 	if i < 0 {
-		t.Fatal(`docs/providers.md has no "Claude Code on Bedrock" section`)
+		t.Fatalf("docs/providers.md has no %q section", heading)
 	}
-	section := string(doc[i:])
+	section = string(doc[i:])
 	if j := strings.Index(section[3:], "\n## "); j >= 0 {
 		section = section[:j+3]
 	}
-	var listed []string
 	for _, line := range strings.Split(section, "\n") {
 		if rest, ok := strings.CutPrefix(line, "- `"); ok && strings.Count(rest, "`") >= 1 {
 			flag := rest[:strings.IndexByte(rest, '`')]
@@ -408,20 +416,22 @@ func TestBedrockBetasDocumented(t *testing.T) {
 			}
 		}
 	}
-	if !reflect.DeepEqual(listed, BedrockAnthropicBetas) {
-		t.Errorf("docs list %q\n code has %q", listed, BedrockAnthropicBetas)
-	}
+	return section, listed
 }
 
-// betaShaped reports whether s looks like a dated beta flag (name-YYYY-MM-DD).
+// betaShaped reports whether s looks like a dated beta flag:
+// name-YYYY-MM-DD, or name-YYYYMMDD as claude-code-20250219 is.
 func betaShaped(s string) bool {
-	if len(s) < 12 || s[len(s)-11] != '-' {
-		return false
-	}
-	for i, c := range s[len(s)-10:] {
-		if (i == 4 || i == 7) != (c == '-') || (c != '-' && (c < '0' || c > '9')) {
-			return false
+	digits := func(d string) bool {
+		for _, c := range d {
+			if c < '0' || c > '9' {
+				return false
+			}
 		}
+		return true
 	}
-	return true
+	if n := len(s); n > 11 && s[n-11] == '-' && s[n-6] == '-' && s[n-3] == '-' {
+		return digits(s[n-10:n-6]) && digits(s[n-5:n-3]) && digits(s[n-2:])
+	}
+	return len(s) > 9 && s[len(s)-9] == '-' && digits(s[len(s)-8:])
 }

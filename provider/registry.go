@@ -80,7 +80,7 @@ var table = [...]Info{
 		CountsCacheReads: true},
 	{Name: Vertex, Adapter: vertexAdapter{}, Surfaces: chatAndTranslated | 1<<router.SurfaceMessages,
 		EnvBaseURL: "VERTEX_BASE_URL",
-		Keys:       []string{"project", "region", "credentials_file", "credentials_json"}, CacheWrites: true},
+		Keys:       []string{"project", "region", "credentials_file", "credentials_json", "anthropic_betas"}, CacheWrites: true},
 	{Name: Gemini, Adapter: geminiAdapter{}, Surfaces: chatAndTranslated | 1<<router.SurfaceEmbeddings,
 		DefaultBaseURL: "https://generativelanguage.googleapis.com/v1beta/openai",
 		EnvBaseURL:     "GEMINI_BASE_URL", EnvAPIKey: "GEMINI_API_KEY", Keys: []string{"api_key"}, CountsCacheReads: true},

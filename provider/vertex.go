@@ -106,36 +106,39 @@ func vertexBody(body, model []byte) ([]byte, error) {
 }
 
 // vertexMessagesBody appends the client's Messages body to dst with its
-// top-level "model" member removed (dropModel) and anthropic_version added
-// when the body has none; every other byte is kept.
-func vertexMessagesBody(dst, body, model []byte, dropModel bool) ([]byte, error) {
+// top-level "model" member removed (dropModel; else its value made model),
+// its anthropic_beta members left out and returned (their flags go in the
+// anthropic-beta header: setVertexBetas), and anthropic_version added when
+// the body has none; every other byte is kept. Keys are compared unescaped,
+// as Vertex's parser reads them.
+func vertexMessagesBody(dst, body, model []byte, dropModel bool) ([]byte, [][]byte, error) {
+	start := len(dst)
 	dst = append(dst, '{')
 	hasVersion, wrote := false, false
-	n, err := objectMembers(body, func(key []byte, ks, vs, end int) {
+	var own [][]byte // the body's anthropic_beta values
+	_, err := objectMembers(body, func(raw []byte, ks, vs, end int) {
+		key := memberKey(raw)
 		switch {
-		case dropModel && keyIsModel(key):
-		case keyIsModel(key): // count_tokens keeps it, as sent upstream
-			if wrote {
-				dst = append(dst, ',')
-			}
-			dst = AppendJSONString(append(dst, body[ks:vs]...), byteconv.String(model))
-			wrote = true
-		default:
-			if string(key) == "anthropic_version" {
-				hasVersion = true
-			}
-			if wrote {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, body[ks:end]...)
-			wrote = true
+		case key == "model" && dropModel:
+			return
+		case key == "anthropic_beta":
+			own = append(own, body[vs:end])
+			return
+		case key == "anthropic_version":
+			hasVersion = true
 		}
+		if wrote {
+			dst = append(dst, ',')
+		}
+		if key == "model" { // count_tokens keeps it, as sent upstream
+			dst = AppendJSONString(append(dst, body[ks:vs]...), byteconv.String(model))
+		} else {
+			dst = append(dst, body[ks:end]...)
+		}
+		wrote = true
 	})
 	if err != nil {
-		if n == 0 { // not an object: nothing written
-			return dst[:len(dst)-1], err
-		}
-		return dst, err
+		return dst[:start], nil, err
 	}
 	if !hasVersion {
 		if wrote {
@@ -143,12 +146,13 @@ func vertexMessagesBody(dst, body, model []byte, dropModel bool) ([]byte, error)
 		}
 		dst = append(dst, vertexVersionKV...)
 	}
-	return append(dst, '}'), nil
+	return append(dst, '}'), own, nil
 }
 
 // vertexMessages serves the messages surface: the client's Messages body
-// with model removed and anthropic_version added, to rawPredict. A
-// non-Claude model cannot be asked through it.
+// with model removed and anthropic_version added, to rawPredict, with the
+// anthropic-beta flags Vertex accepts. A non-Claude model cannot be asked
+// through it.
 type vertexMessages struct{ messagesAdapter }
 
 // BuildRequest implements Adapter.
@@ -159,11 +163,6 @@ func (vertexMessages) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call,
 	req.Header.SetMethod(fasthttp.MethodPost)
 	setVertexClaudeURI(req, ep, c, upstreamModel)
 	req.Header.SetContentType("application/json")
-	if c.Header != nil {
-		for _, v := range c.Header.PeekAll(headerAnthropicBeta) {
-			req.Header.AddBytesV(headerAnthropicBeta, v)
-		}
-	}
 	if c.Stream {
 		req.Header.Set(fasthttp.HeaderAccept, "text/event-stream")
 	}
@@ -171,11 +170,44 @@ func (vertexMessages) BuildRequest(req *fasthttp.Request, ep *Endpoint, c *Call,
 		return err
 	}
 	req.AppendBody(nil)
-	body, err := vertexMessagesBody(req.Body()[:0], c.Body, upstreamModel, !c.CountTokens)
+	body, own, err := vertexMessagesBody(req.Body()[:0], c.Body, upstreamModel, !c.CountTokens)
 	if err != nil {
 		return err
 	}
 	req.SwapBody(body)
+	return setVertexBetas(&req.Header, ep, c, own)
+}
+
+// setVertexBetas sets the one anthropic-beta header Vertex gets
+// (docs/providers.md, Claude Code on Vertex): the flags of the client's
+// anthropic-beta headers (every copy, comma lists split) and of the body's
+// own anthropic_beta arrays that the target accepts, under Vertex's name,
+// once, in the order first seen; for count_tokens only those of them
+// VertexCountTokensBetas holds. No flag accepted: no header.
+func setVertexBetas(h *fasthttp.RequestHeader, ep *Endpoint, c *Call, own [][]byte) error {
+	f := betaFilter{allowed: ep.anthropicBetas(VertexAnthropicBetas), bare: true}
+	if c.CountTokens {
+		f.only = VertexCountTokensBetas
+	}
+	// A stack buffer the header copies: Claude Code's flags fit.
+	var buf [256]byte
+	v := buf[:0]
+	if c.Header != nil {
+		for _, list := range c.Header.PeekAll(headerAnthropicBeta) {
+			v = f.appendList(v, list)
+		}
+	}
+	for _, arr := range own {
+		var err error
+		if v, err = f.appendArray(v, arr); err != nil {
+			return err
+		}
+	}
+	if f.n == 0 {
+		h.Del(headerAnthropicBeta)
+		return nil
+	}
+	h.SetBytesV(headerAnthropicBeta, v)
 	return nil
 }
 

@@ -303,10 +303,14 @@ func TestCloudWireFormats(t *testing.T) {
 	}
 	// Vertex Claude: chat translated, messages passed through, streams.
 	c.azure.set(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
-	status, _, body := post(t, c.url+"/v1/chat/completions", cloudChatBody)
+	status, _, body := post(t, c.url+"/v1/chat/completions", cloudChatBody, "anthropic-beta", "interleaved-thinking-2025-05-14")
 	r, b = c.vertex.last()
 	if status != 200 || !strings.Contains(body, "hello from vertex") {
 		t.Fatalf("vertex chat %d %s", status, body)
+	}
+	// Translated chat needs no beta and sends none.
+	if v := r.Header.Values("anthropic-beta"); v != nil || strings.Contains(string(b), "anthropic_beta") {
+		t.Errorf("vertex chat sent betas %q: %s", v, b)
 	}
 	if r.URL.Path != "/v1/projects/eu-proj-123/locations/europe-west4/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict" {
 		t.Errorf("vertex path %s", r.URL.Path)
@@ -331,12 +335,13 @@ func TestCloudWireFormats(t *testing.T) {
 			"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\n"+
 			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	})
-	status, _, body = post(t, c.url+"/v1/messages", msgBody, "anthropic-beta", "tools-2024")
+	status, _, body = post(t, c.url+"/v1/messages", msgBody, "anthropic-beta", "tools-2024,interleaved-thinking-2025-05-14")
 	r, b = c.vertex.last()
 	if status != 200 || !strings.Contains(body, "streamed") || !strings.Contains(body, "event: message_stop") {
 		t.Fatalf("vertex messages stream %d %s", status, body)
 	}
-	if !strings.HasSuffix(r.URL.Path, "/claude-sonnet-4-5@20250929:streamRawPredict") || r.Header.Get("anthropic-beta") != "tools-2024" {
+	// Of the client's flags, those Vertex accepts (docs/providers.md, Claude Code on Vertex).
+	if !strings.HasSuffix(r.URL.Path, "/claude-sonnet-4-5@20250929:streamRawPredict") || r.Header.Get("anthropic-beta") != "interleaved-thinking-2025-05-14" {
 		t.Errorf("vertex stream path %s beta %q", r.URL.Path, r.Header.Get("anthropic-beta"))
 	}
 	sent = nil
