@@ -8,23 +8,22 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Connecting to an upstream without growing the caller's stack: an IP
-// address is connected through the runtime poller (dialShallow), a host name
-// or a TLS handshake on a goroutine of its own (dialAside, connectTLS), so a
-// stream's connection goroutine keeps an 8 KiB stack. See docs/design.md.
+// Connecting to an upstream without growing the caller's stack: every
+// connect runs on a goroutine of its own (runAside) while the caller waits
+// on a channel, so a stream's connection goroutine keeps an 8 KiB stack.
+// An IP address is connected by a non-blocking connect awaited through the
+// runtime poller (dialShallow, on Linux), a few hundred bytes deep, so the
+// goroutine aside stays small too; a host name is resolved and connected
+// by fasthttp's dual-stack dialer. See docs/design.md.
 
 // dialTCP connects to addr for a HostClient, within timeout.
 func dialTCP(addr string, timeout time.Duration) (net.Conn, error) {
-	if c, err := dialShallow(addr, timeout); err != errNotLiteral {
-		return c, err
-	}
-	return dialAside(addr, timeout)
-}
-
-// dialAside runs fasthttp's dual-stack dial (resolve, then connect) on a
-// goroutine of its own.
-func dialAside(addr string, timeout time.Duration) (net.Conn, error) {
-	return runAside(func() (net.Conn, error) { return fasthttp.DialDualStackTimeout(addr, timeout) })
+	return runAside(func() (net.Conn, error) {
+		if c, err := dialShallow(addr, timeout); err != errNotLiteral {
+			return c, err
+		}
+		return fasthttp.DialDualStackTimeout(addr, timeout)
+	})
 }
 
 // connectTLS runs connect and a TLS handshake over its connection on a

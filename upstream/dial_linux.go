@@ -16,7 +16,7 @@ import (
 )
 
 // errNotLiteral: the address is not an IP literal (dialShallow does not
-// resolve names; dialTCP hands those to dialAside).
+// resolve names; dialTCP hands those to fasthttp's dialer).
 var errNotLiteral = errors.New("not an IP address literal")
 
 // dialShallow connects to addr, an IP literal host:port (errNotLiteral

@@ -57,7 +57,7 @@ func TestDialShallowConnects(t *testing.T) {
 
 // TestDialShallowFailures: a refused connect is a transport failure (502),
 // a connect cut by its timeout is fasthttp.ErrDialTimeout (also 502, as
-// fasthttp's dialer reports it), and a host name is left to dialAside.
+// fasthttp's dialer reports it), and a host name is left to fasthttp's dialer.
 func TestDialShallowFailures(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -81,7 +81,7 @@ func TestDialShallowFailures(t *testing.T) {
 	}
 }
 
-// TestDialTCPNames: a host name is resolved and connected (by dialAside).
+// TestDialTCPNames: a host name is resolved and connected (by fasthttp's dialer, aside).
 func TestDialTCPNames(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {

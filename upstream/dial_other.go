@@ -11,5 +11,5 @@ import (
 // errNotLiteral: dialShallow does not handle the address.
 var errNotLiteral = errors.New("not dialed shallow")
 
-// dialShallow is Linux-only; elsewhere every address goes to dialAside.
+// dialShallow is Linux-only; elsewhere fasthttp's dialer connects every address.
 func dialShallow(string, time.Duration) (net.Conn, error) { return nil, errNotLiteral }
