@@ -61,3 +61,31 @@ func TestResponsesStreamAllocs(t *testing.T) {
 		})
 	}
 }
+
+// A whole stream, from NewResponsesStream to Release, allocates nothing
+// once a released stream's buffers are there to reuse: the ids, the text
+// held for the done events and the terminal event's output all live in
+// them.
+func TestResponsesWholeStreamAllocs(t *testing.T) {
+	chunks := make([][]byte, len(releaseFirst))
+	for i, c := range releaseFirst {
+		chunks[i] = []byte(c)
+	}
+	model := []byte("gpt-5.1-codex")
+	var dst []byte
+	run := func() {
+		s := NewResponsesStream(model)
+		for _, c := range chunks {
+			var err error
+			if dst, err = s.Chunk(dst[:0], c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dst, _ = s.Done(dst[:0])
+		s.Release()
+	}
+	run()
+	if n := testing.AllocsPerRun(100, run); n != 0 {
+		t.Fatalf("%v allocations per stream", n)
+	}
+}

@@ -6,6 +6,7 @@ package translate
 import (
 	"errors"
 	"strconv"
+	"sync"
 
 	"github.com/valyala/fastjson"
 
@@ -73,7 +74,36 @@ type responsesStream struct {
 // response.incomplete) with usage at the end. Ids derive from the
 // upstream's chat id.
 func NewResponsesStream(model []byte) Stream {
-	return &responsesStream{meta: respMeta{model: append([]byte(nil), model...)}, lastChat: -1}
+	s := respStreams.Get().(*responsesStream)
+	s.meta.model = append(s.meta.model, model...)
+	return s
+}
+
+// respStreams holds released Responses streams, their buffers kept.
+var respStreams = sync.Pool{New: func() any { return &responsesStream{lastChat: -1} }}
+
+// Release implements Stream.
+func (s *responsesStream) Release() {
+	s.reset()
+	respStreams.Put(s)
+}
+
+// reset returns s to the state of a new stream, for no model yet, keeping
+// its buffers.
+func (s *responsesStream) reset() {
+	*s = responsesStream{
+		meta:     respMeta{model: keepBuf(s.meta.model)},
+		idBuf:    keepBuf(s.idBuf),
+		msgID:    keepBuf(s.msgID),
+		text:     respPart{buf: keepBuf(s.text.buf)},
+		refusal:  respPart{buf: keepBuf(s.refusal.buf)},
+		lastChat: -1,
+		callID:   keepBuf(s.callID),
+		name:     keepBuf(s.name),
+		args:     keepBuf(s.args),
+		output:   keepBuf(s.output),
+		scratch:  keepBuf(s.scratch),
+	}
 }
 
 // event appends an event's name and the start of its data, through the
