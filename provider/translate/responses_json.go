@@ -2,7 +2,12 @@ package translate
 
 // The byte-level helpers the Responses translator shares between its
 // request, answer and stream halves: a parser pool, typed reads of parsed
-// values, and writers that escape with jsonw so every output is valid JSON.
+// values, and writers. The request's texts, arguments, outputs, URLs,
+// descriptions and schemas are copied as the client wrote them, escapes
+// included (appendRawString, messages_json.go), so they must not be read
+// (respStr, respNull) before they are copied; what the translation reads
+// anyway (types, roles, names, ids) and every answer and stream string is
+// written with jsonw.
 
 import (
 	"strconv"
@@ -32,15 +37,13 @@ func respNull(v *fastjson.Value) bool {
 	return v == nil || v.Type() == fastjson.TypeNull
 }
 
-// appendRespValue re-serializes a parsed value. fastjson's own MarshalTo
-// quotes strings with strconv rules, which are not always JSON's, and
-// fastjson reads numbers leniently ("+1", ".", "NaN"): every string and key
-// here goes through jsonw.String, and a number that is not JSON's is
-// refused (false).
+// appendRespValue re-serializes a parsed value: strings as the client
+// wrote them (appendRawString), keys through jsonw.String (fastjson has
+// unescaped them). fastjson reads numbers leniently ("+1", ".", "NaN"): a
+// number that is not JSON's is refused (false). A string is tried before
+// Type is asked, which would read it.
 func appendRespValue(dst []byte, v *fastjson.Value) ([]byte, bool) {
-	switch v.Type() {
-	case fastjson.TypeObject:
-		o, _ := v.Object()
+	if o := v.GetObject(); o != nil {
 		dst = append(dst, '{')
 		first, ok := true, true
 		o.Visit(func(k []byte, vv *fastjson.Value) {
@@ -56,6 +59,11 @@ func appendRespValue(dst []byte, v *fastjson.Value) ([]byte, bool) {
 			dst, ok = appendRespValue(dst, vv)
 		})
 		return append(dst, '}'), ok
+	}
+	if out, ok := appendRawString(dst, v); ok {
+		return out, true
+	}
+	switch v.Type() { // not a string: reading it changes nothing
 	case fastjson.TypeArray:
 		a, _ := v.Array()
 		dst = append(dst, '[')
@@ -69,14 +77,10 @@ func appendRespValue(dst []byte, v *fastjson.Value) ([]byte, bool) {
 			}
 		}
 		return append(dst, ']'), true
-	case fastjson.TypeString:
-		s, _ := respStr(v)
-		return jsonw.String(dst, s), true
 	case fastjson.TypeNumber:
 		return appendRespNumber(dst, v)
-	default: // true, false, null
-		return v.MarshalTo(dst), true
 	}
+	return v.MarshalTo(dst), true // true, false, null
 }
 
 // appendRespNumber appends a number value as written, if it is a JSON number.

@@ -87,6 +87,13 @@ var respRequestCases = []struct {
 			{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`,
 	},
 	{
+		name: "an empty assistant string leaves the open assistant message open: the call after it joins it",
+		in: `{"model":"m","input":[{"role":"user","content":"q"},{"role":"assistant","content":"a"},{"role":"assistant","content":""},
+			{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}`,
+		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"},
+			{"role":"assistant","content":"a","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`,
+	},
+	{
 		name: "a message left out after an open assistant message leaves that one closed",
 		in: `{"model":"m","input":[{"role":"user","content":"q"},{"role":"assistant","content":"a"},
 			{"role":"assistant","content":[{"type":"output_text","text":"b"}]},
@@ -317,7 +324,7 @@ var respRequestCases = []struct {
 		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"}]}`,
 	},
 	{
-		name: "strings are re-escaped, never copied raw",
+		name: "strings keep their value, escapes and all",
 		in:   `{"model":"m","input":[{"role":"user","content":"\u2028<b>\"q\"\u0000"},{"type":"function_call","call_id":"c\"1","name":"f","arguments":"{\"a\":\"</script>\"}"}]}`,
 		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"\u2028<b>\"q\"\u0000"},{"role":"assistant","content":null,"tool_calls":[{"id":"c\"1","type":"function","function":{"name":"f","arguments":"{\"a\":\"</script>\"}"}}]}]}`,
 	},
