@@ -7,10 +7,12 @@ import (
 )
 
 // The two request translators on the same conversation, so their costs
-// compare: a coding session (a system prompt, three function tools with
-// schemas, turns of prose and code with quotes, new lines and tabs, tool
-// calls and their results) written once as a Messages request and once as
-// a Responses request, of about 1 KB, 16 KB and 100 KB.
+// compare, each written once as a Messages request and once as a
+// Responses request: "tools", a coding session (a system prompt, three
+// function tools with schemas, turns of prose and code with quotes, new
+// lines and tabs, tool calls and their results) of about 1 KB, 16 KB and
+// 100 KB; "plain", the conversation of the translation rows of
+// bench/cmd/benchrun (string turns of prose and code) at 1 KB and 16 KB.
 //
 //	go test ./provider/translate -run '^$' -bench ConversationToChat -cpu 1 -count 5
 
@@ -39,7 +41,7 @@ func convTurns(shape convShape, n int) []byte {
 	code := `func route(b []byte) error {\n\tif len(b) == 0 {\n\t\treturn errEmpty\n\t}\n\treturn nil // \"ok\"\n}\n`
 	tools := []string{"read_file", "edit_file", "run_tests"}
 	schema := `{"type":"object","properties":{"path":{"type":"string","description":"The file's path, relative to the repository root"},` +
-		`"limit":{"type":"number"}},"required":["path"],"additionalProperties":false}`
+		`"limit":{"type":"integer","minimum":1,"maximum":2000}},"required":["path"],"additionalProperties":false}`
 	var b strings.Builder
 	if shape == convMessages {
 		fmt.Fprintf(&b, `{"model":"bench-model","max_tokens":4096,"stream":true,"system":"%s","tools":[`, system)
@@ -87,9 +89,47 @@ func convTurns(shape convShape, n int) []byte {
 	return []byte(b.String())
 }
 
+// plainBody is the conversation of bench/cmd/benchrun's translation rows
+// (translatedBody there) of about size bytes in shape.
+func plainBody(shape convShape, size int) []byte {
+	const system = `You are a careful coding assistant.\nAnswer in Markdown.`
+	prose := "The gateway reads the request body once, routes on four fields, and forwards the bytes untouched. "
+	code := `func route(b []byte) error {\n\tif len(b) == 0 {\n\t\treturn errEmpty\n\t}\n\treturn nil\n}\n`
+	var turns []string
+	for i, n := 0, 0; n < size-160; i++ {
+		t := fmt.Sprintf(`%sAs the operator said, \"pin it\" (turn %d).\n%s`, strings.Repeat(prose, 4), i, strings.Repeat(code, 3))
+		turns = append(turns, t)
+		n += len(t) + 40
+	}
+	if len(turns)%2 == 0 { // end on a user turn
+		turns = turns[:len(turns)-1]
+	}
+	var b strings.Builder
+	if shape == convMessages {
+		fmt.Fprintf(&b, `{"model":"bench-model","max_tokens":256,"system":"%s","messages":[`, system)
+	} else {
+		fmt.Fprintf(&b, `{"model":"bench-model","max_output_tokens":256,"instructions":"%s","input":[`, system)
+	}
+	for i, t := range turns {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"role":%q,"content":"%s"}`, [2]string{"user", "assistant"}[i%2], t)
+	}
+	b.WriteString("]}")
+	return []byte(b.String())
+}
+
 func BenchmarkConversationToChat(b *testing.B) {
 	o := Options{Model: []byte("gemini-2.5-pro"), Stream: true}
-	for _, size := range []int{1 << 10, 16 << 10, 100 << 10} {
+	for _, c := range []struct {
+		kind string
+		body func(convShape, int) []byte
+		size int
+	}{
+		{"plain", plainBody, 1 << 10}, {"plain", plainBody, 16 << 10},
+		{"tools", convBody, 1 << 10}, {"tools", convBody, 16 << 10}, {"tools", convBody, 100 << 10},
+	} {
 		for _, v := range []struct {
 			name  string
 			shape convShape
@@ -98,8 +138,8 @@ func BenchmarkConversationToChat(b *testing.B) {
 			{"messages", convMessages, MessagesToChat},
 			{"responses", convResponses, ResponsesToChat},
 		} {
-			body := convBody(v.shape, size)
-			b.Run(fmt.Sprintf("%s/%dKB", v.name, size>>10), func(b *testing.B) {
+			body := c.body(v.shape, c.size)
+			b.Run(fmt.Sprintf("%s/%s/%dKB", c.kind, v.name, c.size>>10), func(b *testing.B) {
 				b.ReportAllocs()
 				b.SetBytes(int64(len(body)))
 				var dst []byte
@@ -118,15 +158,17 @@ func BenchmarkConversationToChat(b *testing.B) {
 // conversation, so their chat translations are the same chat request.
 func TestConversationBodiesAgree(t *testing.T) {
 	o := Options{Model: []byte("m")}
-	for _, size := range []int{1 << 10, 16 << 10} {
-		m, _, err := MessagesToChat(nil, convBody(convMessages, size), o)
-		if err != nil {
-			t.Fatal(err)
+	for _, body := range []func(convShape, int) []byte{convBody, plainBody} {
+		for _, size := range []int{1 << 10, 16 << 10} {
+			m, _, err := MessagesToChat(nil, body(convMessages, size), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, _, err := ResponsesToChat(nil, body(convResponses, size), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			respJSONEqual(t, r, string(m))
 		}
-		r, _, err := ResponsesToChat(nil, convBody(convResponses, size), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		respJSONEqual(t, r, string(m))
 	}
 }

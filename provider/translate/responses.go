@@ -368,7 +368,7 @@ func (r *respRequest) textFormat(text *fastjson.Value) error {
 	}
 	r.dst = append(r.dst, `,"schema":`...)
 	var ok2 bool
-	if r.dst, ok2 = appendRespValue(r.dst, schema); !ok2 {
+	if r.dst, r.scratch, ok2 = appendRespObject(r.dst, schema, r.scratch); !ok2 {
 		return respInvalid("text.format.schema holds a number that is not JSON")
 	}
 	r.dst = append(r.dst, "}}"...)

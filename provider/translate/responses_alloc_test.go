@@ -21,6 +21,16 @@ func TestResponsesToChatAllocs(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("%v allocations per request", n)
 	}
+	// Function tools whose parameters hold numbers, checked one by one.
+	body = convBody(convResponses, 16<<10)
+	if n := testing.AllocsPerRun(50, func() {
+		var err error
+		if dst, _, err = ResponsesToChat(dst[:0], body, opt); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per request with numbers in parameters", n)
+	}
 }
 
 func TestChatToResponsesAllocs(t *testing.T) {

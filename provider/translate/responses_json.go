@@ -37,50 +37,51 @@ func respNull(v *fastjson.Value) bool {
 	return v == nil || v.Type() == fastjson.TypeNull
 }
 
-// appendRespValue re-serializes a parsed value: strings as the client
-// wrote them (appendRawString), keys through jsonw.String (fastjson has
-// unescaped them). fastjson reads numbers leniently ("+1", ".", "NaN"): a
-// number that is not JSON's is refused (false). A string is tried before
-// Type is asked, which would read it.
-func appendRespValue(dst []byte, v *fastjson.Value) ([]byte, bool) {
+// appendRespObject appends the object v (a tool's parameters, a schema) as
+// the client wrote it, keys and strings included, as the Messages
+// translator copies input_schema; v must not have been read below its top
+// (Get, Visit) before. fastjson reads numbers leniently ("+1", ".", "NaN"),
+// and MarshalTo writes them as read: an object holding a number that is
+// not JSON's is refused (false, nothing appended). scratch is a buffer to
+// reuse, returned.
+func appendRespObject(dst []byte, v *fastjson.Value, scratch []byte) ([]byte, []byte, bool) {
+	n := len(dst)
+	dst = v.MarshalTo(dst)
+	ok := true
+	if scratch = respJSONNumbers(v, scratch, &ok); !ok {
+		return dst[:n], scratch, false
+	}
+	return dst, scratch, true
+}
+
+// respJSONNumbers clears ok when a number in v is not in JSON's grammar.
+// It looks at each scalar through its MarshalTo text, written into
+// scratch (returned), so that no string is read (unescaped).
+func respJSONNumbers(v *fastjson.Value, scratch []byte, ok *bool) []byte {
 	if o := v.GetObject(); o != nil {
-		dst = append(dst, '{')
-		first, ok := true, true
-		o.Visit(func(k []byte, vv *fastjson.Value) {
-			if !ok {
-				return
+		o.Visit(func(_ []byte, vv *fastjson.Value) {
+			if *ok {
+				scratch = respJSONNumbers(vv, scratch, ok)
 			}
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = jsonw.String(dst, byteconv.String(k))
-			dst = append(dst, ':')
-			dst, ok = appendRespValue(dst, vv)
 		})
-		return append(dst, '}'), ok
+		return scratch
 	}
-	if out, ok := appendRawString(dst, v); ok {
-		return out, true
-	}
-	switch v.Type() { // not a string: reading it changes nothing
-	case fastjson.TypeArray:
-		a, _ := v.Array()
-		dst = append(dst, '[')
-		for i, vv := range a {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var ok bool
-			if dst, ok = appendRespValue(dst, vv); !ok {
-				return dst, false
+	if a := v.GetArray(); a != nil {
+		for _, vv := range a {
+			if scratch = respJSONNumbers(vv, scratch, ok); !*ok {
+				break
 			}
 		}
-		return append(dst, ']'), true
-	case fastjson.TypeNumber:
-		return appendRespNumber(dst, v)
+		return scratch
 	}
-	return v.MarshalTo(dst), true // true, false, null
+	scratch = v.MarshalTo(scratch[:0])
+	switch t := scratch; {
+	case len(t) == 0, t[0] == '"', t[0] == '[', t[0] == '{': // a string, an empty array or object
+	case string(t) == "true", string(t) == "false", string(t) == "null":
+	default:
+		*ok = respJSONNumber(t)
+	}
+	return scratch
 }
 
 // appendRespNumber appends a number value as written, if it is a JSON number.

@@ -214,7 +214,7 @@ func (r *respRequest) functionTool(t *fastjson.Value, ns string, loc respToolLoc
 	if !respNull(params) {
 		r.dst = append(r.dst, `,"parameters":`...)
 		var ok bool
-		if r.dst, ok = appendRespValue(r.dst, params); !ok {
+		if r.dst, r.scratch, ok = appendRespObject(r.dst, params, r.scratch); !ok {
 			return loc.err(".parameters holds a number that is not JSON")
 		}
 	}

@@ -59,8 +59,9 @@ type Stream interface {
 	Release()
 }
 
-// maxPooledStreamBuf is the largest buffer a released Stream keeps: one
-// long answer must not pin its text in the pool for good.
+// maxPooledStreamBuf is the largest buffer a released Stream (or a pooled
+// translation's scratch) keeps: one long answer must not pin its text in
+// the pool for good.
 const maxPooledStreamBuf = 64 << 10
 
 // keepBuf returns b emptied for reuse, or nil when it is too large to keep.
