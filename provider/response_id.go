@@ -1,9 +1,5 @@
 package provider
 
-import (
-	"github.com/valyala/fastjson"
-)
-
 // CreatedResponseID returns a copy of the response id a Responses API
 // stream's first event (response.created) carries in response.id, or nil.
 // frame is the event as readEvent relayed it; its first data line is read
@@ -11,25 +7,28 @@ import (
 // field name), so the id recorded for the key is the one the client's
 // parser reads.
 func CreatedResponseID(frame []byte) []byte {
-	for len(frame) > 0 {
+	var data []byte
+	for len(frame) > 0 && data == nil {
 		n, _ := lineLen(frame)
 		line := frame[:n]
 		frame = frame[n:]
-		at, ok := dataField(line)
-		if !ok {
-			continue
+		if at, ok := dataField(line); ok {
+			start, end := fieldValue(line, at)
+			data = line[start:end]
 		}
-		start, end := fieldValue(line, at)
-		var p fastjson.Parser
-		v, err := p.ParseBytes(line[start:end])
-		if err != nil {
-			return nil
-		}
-		id := v.GetStringBytes("response", "id")
-		if len(id) == 0 {
-			return nil
-		}
-		return append([]byte(nil), id...)
 	}
-	return nil
+	if data == nil {
+		return nil
+	}
+	p := parserPool.Get()
+	defer parserPool.Put(p)
+	v, err := p.ParseBytes(data)
+	if err != nil {
+		return nil
+	}
+	id := v.GetStringBytes("response", "id")
+	if len(id) == 0 {
+		return nil
+	}
+	return append([]byte(nil), id...)
 }

@@ -420,6 +420,7 @@ func (s *translatedStream) Usage() Usage {
 // release implements pooledDecoder.
 func (s *translatedStream) release() {
 	ReleaseDecoder(s.inner)
+	s.client.Release()
 	scratch := s.scratch[:0]
 	if cap(scratch) > 64<<10 {
 		scratch = nil

@@ -144,3 +144,120 @@ func BenchmarkMessagesStreamEvent(b *testing.B) {
 		benchStream(b, dec, relayEventChat)
 	})
 }
+
+// benchResponsesBody is benchMessagesBody's conversation as a Responses
+// request, as Codex sends one: instructions, function tools, the turns as
+// message, function_call and function_call_output items.
+func benchResponsesBody(size int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"gpt-client","max_output_tokens":8192,"stream":true,"user":"user_4f2a_account__session_9c1e",`)
+	b.WriteString(`"instructions":"You are Claude Code, Anthropic's official CLI for Claude.\n\nYou are an interactive CLI tool that helps users with software engineering tasks.\nUse the tools available to you.\n\n# Tone\nBe concise, direct, and to the point.",`)
+	b.WriteString(`"tools":[`)
+	for i, name := range []string{"Read", "Edit", "Bash"} {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":"function","name":%q,"description":"Runs %s on the user's machine. Use it when the task needs it; never guess a path.",`+
+			`"parameters":{"type":"object","properties":{"file_path":{"type":"string","description":"The absolute path"},`+
+			`"limit":{"type":"number"},"old_string":{"type":"string"}},"required":["file_path"],"additionalProperties":false}}`, name, name)
+	}
+	b.WriteString(`],"input":[`)
+	for turn := 0; ; turn++ {
+		if turn > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"role":"user","content":[{"type":"input_text","text":"Step %d: fix the failing test in router/match.go \u2014 it says \"want 3, got 4\"."}]},`, turn)
+		b.WriteString(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Let me read the file first."}]},`)
+		fmt.Fprintf(&b, `{"type":"function_call","call_id":"toolu_%04d","name":"Read","arguments":"{\"file_path\":\"/repo/router/match.go\",\"limit\":200}"},`, turn)
+		fmt.Fprintf(&b, `{"type":"function_call_output","call_id":"toolu_%04d","output":"     1\tpackage router\n     2\t\n     3\t// Match returns the first rule that matches.\n     4\tfunc (s *Snapshot) Match(r *Request) (int, []int) {\n     5\t\tif r == nil {\n     6\t\t\treturn -1, nil\n     7\t\t}\n     8\t\treturn s.match(r, \"default\")\n     9\t}\n"}`, turn)
+		if b.Len() >= size {
+			break
+		}
+	}
+	b.WriteString(`,{"role":"user","content":"Now run the tests."}]}`)
+	return []byte(b.String())
+}
+
+// The Responses API's twin of BenchmarkMessagesBuild: native on an openai
+// member (the pass-through, as sent or with model_map's rewrite),
+// translated to chat for a gemini member.
+//
+//	go test ./provider -run '^$' -bench 'ResponsesBuild|ResponsesStreamEvent' -cpu 1 -count 5
+func BenchmarkResponsesBuild(b *testing.B) {
+	for _, size := range []int{10 << 10, 100 << 10} {
+		body := benchResponsesBody(size)
+		label := fmt.Sprintf("%dKB", size>>10)
+		for _, v := range []struct {
+			name     string
+			a        Adapter
+			upstream string
+		}{
+			{"native_as_sent", OpenAIAdapter{}, "gpt-client"},
+			{"native_rewrite", OpenAIAdapter{}, "gpt-5.1-codex"},
+			{"translated_gemini", geminiResponses, "gemini-2.5-pro"},
+		} {
+			b.Run(v.name+"/"+label, func(b *testing.B) {
+				ep := &Endpoint{BaseURL: "https://api.example.com/v1", APIKey: "sk-test"}
+				ep.Prepare(OpenAIAdapter{})
+				b.ReportAllocs()
+				b.SetBytes(int64(len(body)))
+				defer reportCPU(b, cputime.Process())
+				b.RunParallel(func(pb *testing.PB) {
+					req := fasthttp.AcquireRequest()
+					defer fasthttp.ReleaseRequest(req)
+					c := &Call{Surface: router.SurfaceResponses, Stream: true, Body: body, Model: []byte("gpt-client")}
+					for pb.Next() {
+						req.Reset()
+						if err := v.a.BuildRequest(req, ep, c, []byte(v.upstream)); err != nil {
+							b.Fatal(err)
+						}
+						c.ReleaseTranslation() // as the walk does at its end
+					}
+				})
+			})
+		}
+	}
+}
+
+func BenchmarkResponsesStreamEvent(b *testing.B) {
+	b.Run("native_relay", func(b *testing.B) {
+		c := &Call{Surface: router.SurfaceResponses, Stream: true, Model: []byte("gpt-client")}
+		benchStream(b, OpenAIAdapter{}.NewStream(c), relayEventResponses)
+	})
+	// A Responses stream holds the text it has streamed (its done events
+	// repeat it), up to 16 MiB: the stream starts over every 4096 events,
+	// its start spread over them, as in the translator's own benchmark.
+	b.Run("translated_gemini", func(b *testing.B) {
+		body := benchResponsesBody(1)
+		benchStream(b, &restartingDecoder{every: 4096, open: func() StreamDecoder {
+			c := &Call{Surface: router.SurfaceResponses, Stream: true, Body: body, Model: []byte("gpt-client")}
+			var req fasthttp.Request
+			if err := geminiResponses.BuildRequest(&req, &Endpoint{BaseURL: "http://x/v1"}, c, []byte("gemini-2.5-pro")); err != nil {
+				b.Fatal(err)
+			}
+			dec := geminiResponses.NewStream(c)
+			c.ReleaseTranslation()
+			return dec
+		}}, relayEventChat)
+	})
+}
+
+// restartingDecoder runs the decoder open makes, replacing it (released)
+// every every events.
+type restartingDecoder struct {
+	open  func() StreamDecoder
+	every int
+	n     int
+	dec   StreamDecoder
+}
+
+func (d *restartingDecoder) Next(dst []byte, r *bufio.Reader) ([]byte, error) {
+	if d.n%d.every == 0 {
+		if d.dec != nil {
+			ReleaseDecoder(d.dec)
+		}
+		d.dec = d.open()
+	}
+	d.n++
+	return d.dec.Next(dst, r)
+}

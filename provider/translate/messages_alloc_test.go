@@ -58,3 +58,31 @@ func TestMessagesStreamEventAllocatesNothing(t *testing.T) {
 		t.Errorf("an arguments event allocates %v times, want 0", n)
 	}
 }
+
+// A whole stream, from NewMessagesStream to Release, allocates nothing
+// once a released stream is there to reuse.
+func TestMessagesWholeStreamAllocs(t *testing.T) {
+	var chunks [][]byte
+	for _, c := range []string{chunk(`{"role":"assistant","content":"Hi"}`),
+		chunk(`{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{\"a\":1}"}}]}`),
+		finish("tool_calls"), usageChunk} {
+		chunks = append(chunks, []byte(c))
+	}
+	model := []byte("claude-x")
+	var dst []byte
+	run := func() {
+		s := NewMessagesStream(model)
+		for _, c := range chunks {
+			var err error
+			if dst, err = s.Chunk(dst[:0], c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dst, _ = s.Done(dst[:0])
+		s.Release()
+	}
+	run()
+	if n := testing.AllocsPerRun(100, run); n != 0 {
+		t.Fatalf("%v allocations per stream", n)
+	}
+}

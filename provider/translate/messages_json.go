@@ -88,6 +88,18 @@ func appendStringOrNull(dst []byte, v *fastjson.Value) ([]byte, int) {
 	return dst, rawOther
 }
 
+// appendRawInnerOrNull appends v's inside as appendRawInner does, or
+// reports v absent or null, as appendStringOrNull does.
+func appendRawInnerOrNull(dst []byte, v *fastjson.Value) ([]byte, int) {
+	if out, ok := appendRawInner(dst, v); ok {
+		return out, rawString
+	}
+	if isNull(v) {
+		return dst, rawNull
+	}
+	return dst, rawOther
+}
+
 // appendString appends s as a JSON string.
 func appendString(dst, s []byte) []byte { return jsonw.String(dst, byteconv.String(s)) }
 

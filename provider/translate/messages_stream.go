@@ -3,6 +3,7 @@ package translate
 import (
 	"errors"
 	"strconv"
+	"sync"
 
 	"github.com/valyala/fastjson"
 )
@@ -15,7 +16,24 @@ import (
 // of the last chunk (stream_options.include_usage) and message_stop at the
 // chat stream's [DONE].
 func NewMessagesStream(model []byte) Stream {
-	return &messagesStream{model: append([]byte(nil), model...), open: -1, openTool: -1}
+	s := msgStreams.Get().(*messagesStream)
+	s.model = append(s.model, model...)
+	return s
+}
+
+// msgStreams holds released Messages streams, their buffers kept.
+var msgStreams = sync.Pool{New: func() any { return &messagesStream{open: -1, openTool: -1} }}
+
+// Release implements Stream.
+func (s *messagesStream) Release() {
+	s.reset()
+	msgStreams.Put(s)
+}
+
+// reset returns s to the state of a new stream, for no model yet, keeping
+// its buffers.
+func (s *messagesStream) reset() {
+	*s = messagesStream{model: keepBuf(s.model), closed: s.closed[:0], toolID: keepBuf(s.toolID), open: -1, openTool: -1}
 }
 
 // messagesStream holds what the next event needs: whether the message has

@@ -38,10 +38,14 @@ type respRequest struct {
 	dropped []string
 	n       int // chat messages written
 	asst    respAsstState
+	// additionalTools: the input holds items with tools of their own
+	// (additional_tools, the client's tool_search_output).
+	additionalTools bool
 	// tools holds the identities of the tools written (views of the
 	// parser's memory), for duplicate and tool_choice look-ups.
 	tools   []respToolName
 	scratch []byte
+	numbers []byte // appendRespObject's scratch while scratch holds a call's arguments
 	buf     []byte // the answer's output items (ChatToResponses)
 }
 
@@ -61,9 +65,19 @@ func (r *respRequest) release() {
 	r.dst = nil
 	clear(r.dropped)
 	r.dropped = r.dropped[:0]
-	r.n, r.asst = 0, respAsstNone
+	r.n, r.asst, r.additionalTools = 0, respAsstNone, false
 	clear(r.tools)
 	r.tools = r.tools[:0]
+	// A huge argument, image or answer must not stay pinned in the pool.
+	if cap(r.scratch) > maxPooledStreamBuf {
+		r.scratch = nil
+	}
+	if cap(r.buf) > maxPooledStreamBuf {
+		r.buf = nil
+	}
+	if cap(r.numbers) > maxPooledStreamBuf {
+		r.numbers = nil
+	}
 	respRequests.Put(r)
 }
 
@@ -77,17 +91,20 @@ func ResponsesToChat(dst, body []byte, o Options) (out []byte, dropped []string,
 	p := respParsers.Get()
 	defer respParsers.Put(p)
 	root, perr := p.ParseBytes(body)
-	if perr != nil || root.Type() != fastjson.TypeObject {
+	top := root.GetObject()
+	if perr != nil || top == nil {
 		return dst, nil, respInvalid("request body must be a JSON object")
 	}
-	if err := refuseStoredState(root); err != nil {
+	var f respFields
+	f.read(top)
+	if err := refuseStoredState(&f); err != nil {
 		return dst, nil, err
 	}
 	r := respRequests.Get().(*respRequest)
 	defer r.release()
 	start := len(dst)
 	r.dst = dst
-	if err := r.request(root, o); err != nil {
+	if err := r.request(&f, o); err != nil {
 		return r.dst[:start], nil, err
 	}
 	return r.dst, r.takeDropped(), nil
@@ -117,21 +134,80 @@ func (r *respRequest) takeDropped() []string {
 	return append([]string(nil), r.dropped...)
 }
 
+// respFields are the top-level members the translation reads, each the
+// first copy as fastjson's Get would find it, picked out in one pass over
+// the body's members; every other member is dropped.
+type respFields struct {
+	previousResponseID, conversation, prompt, background       *fastjson.Value
+	instructions, input                                        *fastjson.Value
+	maxOutputTokens, temperature, topP, user, safetyIdentifier *fastjson.Value
+	reasoning, text, tools, toolChoice, parallelToolCalls      *fastjson.Value
+}
+
+// read picks the members out of top.
+func (f *respFields) read(top *fastjson.Object) {
+	top.Visit(func(k []byte, v *fastjson.Value) {
+		var slot **fastjson.Value
+		switch string(k) {
+		case "previous_response_id":
+			slot = &f.previousResponseID
+		case "conversation":
+			slot = &f.conversation
+		case "prompt":
+			slot = &f.prompt
+		case "background":
+			slot = &f.background
+		case "instructions":
+			slot = &f.instructions
+		case "input":
+			slot = &f.input
+		case "max_output_tokens":
+			slot = &f.maxOutputTokens
+		case "temperature":
+			slot = &f.temperature
+		case "top_p":
+			slot = &f.topP
+		case "user":
+			slot = &f.user
+		case "safety_identifier":
+			slot = &f.safetyIdentifier
+		case "reasoning":
+			slot = &f.reasoning
+		case "text":
+			slot = &f.text
+		case "tools":
+			slot = &f.tools
+		case "tool_choice":
+			slot = &f.toolChoice
+		case "parallel_tool_calls":
+			slot = &f.parallelToolCalls
+		default:
+			return
+		}
+		if *slot == nil {
+			*slot = v
+		}
+	})
+}
+
 // refuseStoredState refuses what only a member holding OpenAI's stored
 // state could serve: a previous response, a conversation, a stored
 // prompt, background runs.
-func refuseStoredState(root *fastjson.Value) error {
-	if !respNull(root.Get("previous_response_id")) {
+func refuseStoredState(f *respFields) error {
+	if !respNull(f.previousResponseID) {
 		return &Error{Status: 400, Code: respCodePreviousResponse,
 			Message: "previous_response_id is not supported by this model's provider, which keeps no responses: send the whole conversation in input"}
 	}
-	for _, k := range [...]string{"conversation", "prompt"} {
-		if !respNull(root.Get(k)) {
+	for _, m := range [...]struct {
+		name string
+		v    *fastjson.Value
+	}{{"conversation", f.conversation}, {"prompt", f.prompt}} {
+		if !respNull(m.v) {
 			return &Error{Status: 400, Code: respCodeUnsupported,
-				Message: k + " is not supported by this model's provider, which keeps no stored state: send the whole conversation in input"}
+				Message: m.name + " is not supported by this model's provider, which keeps no stored state: send the whole conversation in input"}
 		}
 	}
-	if b := root.Get("background"); b != nil && b.Type() == fastjson.TypeTrue {
+	if b := f.background; b != nil && b.Type() == fastjson.TypeTrue {
 		return &Error{Status: 400, Code: respCodeUnsupported,
 			Message: "background is not supported by this model's provider"}
 	}
@@ -139,18 +215,18 @@ func refuseStoredState(root *fastjson.Value) error {
 }
 
 // request writes the whole chat request.
-func (r *respRequest) request(root *fastjson.Value, o Options) error {
+func (r *respRequest) request(f *respFields, o Options) error {
 	r.dst = append(r.dst, `{"model":`...)
 	r.dst = jsonw.String(r.dst, byteconv.String(o.Model))
 	r.dst = append(r.dst, `,"messages":[`...)
-	if err := r.conversation(root); err != nil {
+	if err := r.conversation(f); err != nil {
 		return err
 	}
 	r.dst = append(r.dst, ']')
-	if err := r.params(root, o); err != nil {
+	if err := r.params(f, o); err != nil {
 		return err
 	}
-	if err := r.toolsAndChoice(root); err != nil {
+	if err := r.toolsAndChoice(f); err != nil {
 		return err
 	}
 	r.dst = append(r.dst, '}')
@@ -158,8 +234,8 @@ func (r *respRequest) request(root *fastjson.Value, o Options) error {
 }
 
 // params writes the scalar parameters that have a chat counterpart.
-func (r *respRequest) params(root *fastjson.Value, o Options) error {
-	if v := root.Get("max_output_tokens"); !respNull(v) {
+func (r *respRequest) params(f *respFields, o Options) error {
+	if v := f.maxOutputTokens; !respNull(v) {
 		if n, err := v.Int64(); err != nil || n < 1 {
 			return respInvalid("max_output_tokens must be a positive integer")
 		}
@@ -173,8 +249,11 @@ func (r *respRequest) params(root *fastjson.Value, o Options) error {
 			return respInvalid("max_output_tokens must be a positive integer")
 		}
 	}
-	for _, k := range [...]string{"temperature", "top_p"} {
-		if v := root.Get(k); !respNull(v) {
+	for _, p := range [...]struct {
+		k string
+		v *fastjson.Value
+	}{{"temperature", f.temperature}, {"top_p", f.topP}} {
+		if k, v := p.k, p.v; !respNull(v) {
 			if v.Type() != fastjson.TypeNumber {
 				return respInvalid(k + " must be a number")
 			}
@@ -188,9 +267,9 @@ func (r *respRequest) params(root *fastjson.Value, o Options) error {
 		}
 	}
 	// user, or its successor safety_identifier when user is absent.
-	user := root.Get("user")
+	user := f.user
 	if respNull(user) {
-		user = root.Get("safety_identifier")
+		user = f.safetyIdentifier
 	}
 	if !respNull(user) {
 		s, ok := respStr(user)
@@ -199,10 +278,10 @@ func (r *respRequest) params(root *fastjson.Value, o Options) error {
 		}
 		r.dst = appendRespKeyString(r.dst, "user", s)
 	}
-	if err := r.reasoning(root.Get("reasoning")); err != nil {
+	if err := r.reasoning(f.reasoning); err != nil {
 		return err
 	}
-	if err := r.textFormat(root.Get("text")); err != nil {
+	if err := r.textFormat(f.text); err != nil {
 		return err
 	}
 	if o.Stream {
@@ -277,12 +356,13 @@ func (r *respRequest) textFormat(text *fastjson.Value) error {
 	}
 	r.dst = append(r.dst, `,"response_format":{"type":"json_schema","json_schema":{"name":`...)
 	r.dst = jsonw.String(r.dst, name)
-	if d := f.Get("description"); !respNull(d) {
-		s, ok := respStr(d)
-		if !ok {
-			return respInvalid("text.format.description must be a string")
-		}
-		r.dst = appendRespKeyString(r.dst, "description", s)
+	at := len(r.dst)
+	var k int
+	switch r.dst, k = appendStringOrNull(append(r.dst, `,"description":`...), f.Get("description")); k {
+	case rawOther:
+		return respInvalid("text.format.description must be a string")
+	case rawNull:
+		r.dst = r.dst[:at]
 	}
 	if s := f.Get("strict"); !respNull(s) {
 		if s.Type() != fastjson.TypeTrue && s.Type() != fastjson.TypeFalse {
@@ -293,7 +373,7 @@ func (r *respRequest) textFormat(text *fastjson.Value) error {
 	}
 	r.dst = append(r.dst, `,"schema":`...)
 	var ok2 bool
-	if r.dst, ok2 = appendRespValue(r.dst, schema); !ok2 {
+	if r.dst, r.scratch, ok2 = appendRespObject(r.dst, schema, r.scratch); !ok2 {
 		return respInvalid("text.format.schema holds a number that is not JSON")
 	}
 	r.dst = append(r.dst, "}}"...)

@@ -21,6 +21,16 @@ func TestResponsesToChatAllocs(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("%v allocations per request", n)
 	}
+	// Function tools whose parameters hold numbers, checked one by one.
+	body = convBody(convResponses, 16<<10)
+	if n := testing.AllocsPerRun(50, func() {
+		var err error
+		if dst, _, err = ResponsesToChat(dst[:0], body, opt); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per request with numbers in parameters", n)
+	}
 }
 
 // A turn of Codex's client-executed tool search (its call, the tools it
@@ -80,5 +90,33 @@ func TestResponsesStreamAllocs(t *testing.T) {
 				t.Fatalf("%v allocations per event", n)
 			}
 		})
+	}
+}
+
+// A whole stream, from NewResponsesStream to Release, allocates nothing
+// once a released stream's buffers are there to reuse: the ids, the text
+// held for the done events and the terminal event's output all live in
+// them.
+func TestResponsesWholeStreamAllocs(t *testing.T) {
+	chunks := make([][]byte, len(releaseFirst))
+	for i, c := range releaseFirst {
+		chunks[i] = []byte(c)
+	}
+	model := []byte("gpt-5.1-codex")
+	var dst []byte
+	run := func() {
+		s := NewResponsesStream(model)
+		for _, c := range chunks {
+			var err error
+			if dst, err = s.Chunk(dst[:0], c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dst, _ = s.Done(dst[:0])
+		s.Release()
+	}
+	run()
+	if n := testing.AllocsPerRun(100, run); n != 0 {
+		t.Fatalf("%v allocations per stream", n)
 	}
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // Fuzz targets for the Responses translator: whatever the client sends or
-// the upstream streams, the result is a clear error or valid output, never
-// a panic. go test runs the seed corpus (every table case and fixture).
+// the upstream streams, the result is a clear error or valid output (for a
+// request, from a valid body), never a panic. go test runs the seed corpus
+// (every table case and fixture).
 
 func FuzzResponsesToChat(f *testing.F) {
 	for _, tc := range respRequestCases {
@@ -40,6 +41,12 @@ func FuzzResponsesToChat(f *testing.F) {
 				if string(out) != "x" || dropped != nil {
 					t.Fatalf("a refusal returned %q %q", out, dropped)
 				}
+				continue
+			}
+			// Strings pass as the client wrote them: a valid body gives a
+			// valid request (an invalid one is the upstream's to judge, as
+			// on a native path).
+			if !json.Valid(body) {
 				continue
 			}
 			var chat struct {

@@ -2,7 +2,12 @@ package translate
 
 // The byte-level helpers the Responses translator shares between its
 // request, answer and stream halves: a parser pool, typed reads of parsed
-// values, and writers that escape with jsonw so every output is valid JSON.
+// values, and writers. The request's texts, arguments, outputs, URLs,
+// descriptions and schemas are copied as the client wrote them, escapes
+// included (appendRawString, messages_json.go), so they must not be read
+// (respStr, respNull) before they are copied; what the translation reads
+// anyway (types, roles, names, ids) and every answer and stream string is
+// written with jsonw.
 
 import (
 	"strconv"
@@ -41,51 +46,51 @@ func respNull(v *fastjson.Value) bool {
 	return v == nil || v.Type() == fastjson.TypeNull
 }
 
-// appendRespValue re-serializes a parsed value. fastjson's own MarshalTo
-// quotes strings with strconv rules, which are not always JSON's, and
-// fastjson reads numbers leniently ("+1", ".", "NaN"): every string and key
-// here goes through jsonw.String, and a number that is not JSON's is
-// refused (false).
-func appendRespValue(dst []byte, v *fastjson.Value) ([]byte, bool) {
-	switch v.Type() {
-	case fastjson.TypeObject:
-		o, _ := v.Object()
-		dst = append(dst, '{')
-		first, ok := true, true
-		o.Visit(func(k []byte, vv *fastjson.Value) {
-			if !ok {
-				return
+// appendRespObject appends the object v (a tool's parameters, a schema) as
+// the client wrote it, keys and strings included, as the Messages
+// translator copies input_schema; v must not have been read below its top
+// (Get, Visit) before. fastjson reads numbers leniently ("+1", ".", "NaN"),
+// and MarshalTo writes them as read: an object holding a number that is
+// not JSON's is refused (false, nothing appended). scratch is a buffer to
+// reuse, returned.
+func appendRespObject(dst []byte, v *fastjson.Value, scratch []byte) ([]byte, []byte, bool) {
+	n := len(dst)
+	dst = v.MarshalTo(dst)
+	ok := true
+	if scratch = respJSONNumbers(v, scratch, &ok); !ok {
+		return dst[:n], scratch, false
+	}
+	return dst, scratch, true
+}
+
+// respJSONNumbers clears ok when a number in v is not in JSON's grammar.
+// It looks at each scalar through its MarshalTo text, written into
+// scratch (returned), so that no string is read (unescaped).
+func respJSONNumbers(v *fastjson.Value, scratch []byte, ok *bool) []byte {
+	if o := v.GetObject(); o != nil {
+		o.Visit(func(_ []byte, vv *fastjson.Value) {
+			if *ok {
+				scratch = respJSONNumbers(vv, scratch, ok)
 			}
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = jsonw.String(dst, byteconv.String(k))
-			dst = append(dst, ':')
-			dst, ok = appendRespValue(dst, vv)
 		})
-		return append(dst, '}'), ok
-	case fastjson.TypeArray:
-		a, _ := v.Array()
-		dst = append(dst, '[')
-		for i, vv := range a {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var ok bool
-			if dst, ok = appendRespValue(dst, vv); !ok {
-				return dst, false
+		return scratch
+	}
+	if a := v.GetArray(); a != nil {
+		for _, vv := range a {
+			if scratch = respJSONNumbers(vv, scratch, ok); !*ok {
+				break
 			}
 		}
-		return append(dst, ']'), true
-	case fastjson.TypeString:
-		s, _ := respStr(v)
-		return jsonw.String(dst, s), true
-	case fastjson.TypeNumber:
-		return appendRespNumber(dst, v)
-	default: // true, false, null
-		return v.MarshalTo(dst), true
+		return scratch
 	}
+	scratch = v.MarshalTo(scratch[:0])
+	switch t := scratch; {
+	case len(t) == 0, t[0] == '"', t[0] == '[', t[0] == '{': // a string, an empty array or object
+	case string(t) == "true", string(t) == "false", string(t) == "null":
+	default:
+		*ok = respJSONNumber(t)
+	}
+	return scratch
 }
 
 // appendRespNumber appends a number value as written, if it is a JSON number.

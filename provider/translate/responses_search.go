@@ -37,11 +37,12 @@ func (r *respRequest) toolSearchTool(t *fastjson.Value, loc respToolLoc) error {
 	if !respNull(params) && params.Type() != fastjson.TypeObject {
 		return loc.err(".parameters must be an object")
 	}
+	start := len(r.dst)
+	r.openTool(respToolSearch)
 	if fresh, err := r.addTool(respToolSearch, loc); !fresh {
+		r.dst = r.dst[:start]
 		return err
 	}
-	r.dst = append(r.dst, `{"type":"function","function":{"name":`...)
-	r.dst = appendRespChatToolNameJSON(r.dst, respToolSearch)
 	if desc != "" {
 		r.dst = appendRespKeyString(r.dst, "description", desc)
 	}
@@ -50,7 +51,7 @@ func (r *respRequest) toolSearchTool(t *fastjson.Value, loc respToolLoc) error {
 		r.dst = append(r.dst, respToolSearchSchema...)
 	} else {
 		var ok bool
-		if r.dst, ok = appendRespValue(r.dst, params); !ok {
+		if r.dst, r.scratch, ok = appendRespObject(r.dst, params, r.scratch); !ok {
 			return loc.err(".parameters holds a number that is not JSON")
 		}
 	}
@@ -115,7 +116,7 @@ func appendRespSearchArguments(dst []byte, args string) []byte {
 	defer respParsers.Put(p)
 	if v, err := p.Parse(args); err == nil && v.Type() == fastjson.TypeObject {
 		n := len(dst)
-		if out, ok := appendRespValue(dst, v); ok {
+		if out, _, ok := appendRespObject(dst, v, nil); ok {
 			return out
 		}
 		dst = dst[:n]

@@ -6,6 +6,7 @@ package translate
 import (
 	"errors"
 	"strconv"
+	"sync"
 
 	"github.com/valyala/fastjson"
 
@@ -74,7 +75,36 @@ type responsesStream struct {
 // response.incomplete) with usage at the end. Ids derive from the
 // upstream's chat id.
 func NewResponsesStream(model []byte) Stream {
-	return &responsesStream{meta: respMeta{model: append([]byte(nil), model...)}, lastChat: -1}
+	s := respStreams.Get().(*responsesStream)
+	s.meta.model = append(s.meta.model, model...)
+	return s
+}
+
+// respStreams holds released Responses streams, their buffers kept.
+var respStreams = sync.Pool{New: func() any { return &responsesStream{lastChat: -1} }}
+
+// Release implements Stream.
+func (s *responsesStream) Release() {
+	s.reset()
+	respStreams.Put(s)
+}
+
+// reset returns s to the state of a new stream, for no model yet, keeping
+// its buffers.
+func (s *responsesStream) reset() {
+	*s = responsesStream{
+		meta:     respMeta{model: keepBuf(s.meta.model)},
+		idBuf:    keepBuf(s.idBuf),
+		msgID:    keepBuf(s.msgID),
+		text:     respPart{buf: keepBuf(s.text.buf)},
+		refusal:  respPart{buf: keepBuf(s.refusal.buf)},
+		lastChat: -1,
+		callID:   keepBuf(s.callID),
+		name:     keepBuf(s.name),
+		args:     keepBuf(s.args),
+		output:   keepBuf(s.output),
+		scratch:  keepBuf(s.scratch),
+	}
 }
 
 // event appends an event's name and the start of its data, through the
@@ -116,26 +146,39 @@ func (s *responsesStream) Chunk(dst, data []byte) ([]byte, error) {
 	p := respParsers.Get()
 	defer respParsers.Put(p)
 	v, err := p.ParseBytes(data)
-	if err != nil || v.Type() != fastjson.TypeObject {
+	top := v.GetObject()
+	if err != nil || top == nil {
 		return dst, errRespChunk
 	}
-	if e := v.Get("error"); !respNull(e) {
-		msg, _ := respStr(e.Get("message"))
+	// One pass over each object's members (the first copy of each, as
+	// Get finds it): a Get of a member most chunks lack (error, usage,
+	// refusal, tool_calls) would scan them all.
+	var errV, id, created, choices, usage *fastjson.Value
+	top.Visit(func(k []byte, v *fastjson.Value) {
+		switch string(k) {
+		case "error":
+			errV = first(errV, v)
+		case "id":
+			id = first(id, v)
+		case "created":
+			created = first(created, v)
+		case "choices":
+			choices = first(choices, v)
+		case "usage":
+			usage = first(usage, v)
+		}
+	})
+	if !respNull(errV) {
+		msg, _ := respStr(errV.Get("message"))
 		return dst, errors.New("upstream chat stream error: " + msg)
 	}
 	if !s.started {
-		id, _ := respStr(v.Get("id"))
-		dst = s.start(dst, id, v.GetInt64("created"), data)
+		id, _ := respStr(id)
+		dst = s.start(dst, id, created.GetInt64(), data)
 	}
-	if choices := v.Get("choices"); choices != nil && choices.Type() == fastjson.TypeArray {
+	if choices != nil && choices.Type() == fastjson.TypeArray {
 		arr, _ := choices.Array()
 		for _, c := range arr {
-			if c.Type() != fastjson.TypeObject {
-				return dst, errRespChunk
-			}
-			if c.GetInt("index") != 0 { // n is always 1 here
-				continue
-			}
 			if dst, err = s.choice(dst, c); err != nil {
 				return dst, err
 			}
@@ -143,8 +186,8 @@ func (s *responsesStream) Chunk(dst, data []byte) ([]byte, error) {
 	} else if !respNull(choices) {
 		return dst, errRespChunk
 	}
-	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
-		s.usage = readRespChatUsage(u)
+	if usage != nil && usage.Type() == fastjson.TypeObject {
+		s.usage = readRespChatUsage(usage)
 	}
 	if len(s.text.buf)+len(s.refusal.buf)+len(s.args)+len(s.output) > maxRespHeld {
 		return dst, errRespTooLong
@@ -152,17 +195,46 @@ func (s *responsesStream) Chunk(dst, data []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// choice translates one chunk's choice: its text, refusal and tool call
-// deltas, and its finish_reason.
+// choice translates one chunk's choice of index 0 (n is always 1 here):
+// its text, refusal and tool call deltas, and its finish_reason.
 func (s *responsesStream) choice(dst []byte, c *fastjson.Value) ([]byte, error) {
-	if d := c.Get("delta"); d != nil && d.Type() == fastjson.TypeObject {
-		if t, _ := respStr(d.Get("content")); t != "" {
+	o := c.GetObject()
+	if o == nil {
+		return dst, errRespChunk
+	}
+	var index, delta, finish *fastjson.Value
+	o.Visit(func(k []byte, v *fastjson.Value) {
+		switch string(k) {
+		case "index":
+			index = first(index, v)
+		case "delta":
+			delta = first(delta, v)
+		case "finish_reason":
+			finish = first(finish, v)
+		}
+	})
+	if index.GetInt() != 0 {
+		return dst, nil
+	}
+	if d := delta.GetObject(); d != nil {
+		var content, refusal, calls *fastjson.Value
+		d.Visit(func(k []byte, v *fastjson.Value) {
+			switch string(k) {
+			case "content":
+				content = first(content, v)
+			case "refusal":
+				refusal = first(refusal, v)
+			case "tool_calls":
+				calls = first(calls, v)
+			}
+		})
+		if t, _ := respStr(content); t != "" {
 			dst = s.textDelta(dst, &s.text, t)
 		}
-		if t, _ := respStr(d.Get("refusal")); t != "" {
+		if t, _ := respStr(refusal); t != "" {
 			dst = s.textDelta(dst, &s.refusal, t)
 		}
-		if calls := d.Get("tool_calls"); calls != nil && calls.Type() == fastjson.TypeArray {
+		if calls != nil && calls.Type() == fastjson.TypeArray {
 			arr, _ := calls.Array()
 			for _, tc := range arr {
 				var err error
@@ -172,7 +244,7 @@ func (s *responsesStream) choice(dst []byte, c *fastjson.Value) ([]byte, error) 
 			}
 		}
 	}
-	if f, ok := respStr(c.Get("finish_reason")); ok && f != "" {
+	if f, ok := respStr(finish); ok && f != "" {
 		switch f {
 		case "length":
 			s.finish = "length"

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/valyala/fastjson"
 )
 
 var updateRespGolden = flag.Bool("update-responses", false, "rewrite the golden chat requests under testdata/responses")
@@ -85,6 +87,13 @@ var respRequestCases = []struct {
 			{"role":"assistant","content":[]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}`,
 		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"},
 			{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`,
+	},
+	{
+		name: "an empty assistant string leaves the open assistant message open: the call after it joins it",
+		in: `{"model":"m","input":[{"role":"user","content":"q"},{"role":"assistant","content":"a"},{"role":"assistant","content":""},
+			{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}`,
+		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"},
+			{"role":"assistant","content":"a","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`,
 	},
 	{
 		name: "a message left out after an open assistant message leaves that one closed",
@@ -350,7 +359,7 @@ var respRequestCases = []struct {
 		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"q"}]}`,
 	},
 	{
-		name: "strings are re-escaped, never copied raw",
+		name: "strings keep their value, escapes and all",
 		in:   `{"model":"m","input":[{"role":"user","content":"\u2028<b>\"q\"\u0000"},{"type":"function_call","call_id":"c\"1","name":"f","arguments":"{\"a\":\"</script>\"}"}]}`,
 		want: `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"\u2028<b>\"q\"\u0000"},{"role":"assistant","content":null,"tool_calls":[{"id":"c\"1","type":"function","function":{"name":"f","arguments":"{\"a\":\"</script>\"}"}}]}]}`,
 	},
@@ -525,6 +534,33 @@ func TestRespJSONNumber(t *testing.T) {
 	for _, n := range []string{"", "-", ".", "+1", "01", "1.", ".5", "1e", "1e+", "1..2", "NaN", "Inf", "-inf", "1-2", "0x1", "1.5.5"} {
 		if respJSONNumber([]byte(n)) {
 			t.Errorf("%s accepted", n)
+		}
+	}
+}
+
+// TestAppendRespObject: an object is copied as written, and refused when
+// a number in it, at any depth, is not JSON's, whatever its strings hold.
+func TestAppendRespObject(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		ok   bool
+	}{
+		{`{"a":"1..2","b\"":[1,-2.5e3,true,false,null],"c":"\\","d":{"e":"NaN\\\"+1"},"f":[],"g":{}}`, true},
+		{`{"":0,"x":[[],{}],"y":"\u0022","z":-0.0}`, true},
+		{`{"a":+1}`, false},
+		{`{"a":[1,NaN]}`, false},
+		{`{"a":"x","b":{"c":[{"d":1..2}]}}`, false},
+		{`{"a":"\\\"","b":-Inf}`, false},
+		{`{"a":01}`, false},
+	} {
+		var p fastjson.Parser
+		v, err := p.Parse(tc.text)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.text, err)
+		}
+		out, _, ok := appendRespObject([]byte("x"), v, nil)
+		if ok != tc.ok || ok && string(out) != "x"+tc.text || !ok && string(out) != "x" {
+			t.Errorf("%s: %q %v, want ok %v", tc.text, out, ok, tc.ok)
 		}
 	}
 }

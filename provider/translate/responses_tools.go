@@ -29,13 +29,13 @@ func (l respToolLoc) err(msg string) error {
 
 // toolsAndChoice writes tools, tool_choice and parallel_tool_calls; the
 // last two only when a tool is left, since they mean nothing without one.
-func (r *respRequest) toolsAndChoice(root *fastjson.Value) error {
+func (r *respRequest) toolsAndChoice(f *respFields) error {
 	start := len(r.dst)
 	r.dst = append(r.dst, `,"tools":[`...)
-	if err := r.toolList(root.Get("tools"), "tools"); err != nil {
+	if err := r.toolList(f.tools, "tools"); err != nil {
 		return err
 	}
-	if in := root.Get("input"); in != nil && in.Type() == fastjson.TypeArray {
+	if in := f.input; r.additionalTools && in != nil && in.Type() == fastjson.TypeArray {
 		items, _ := in.Array()
 		for i, it := range items {
 			typ, _ := respStr(it.Get("type"))
@@ -51,10 +51,10 @@ func (r *respRequest) toolsAndChoice(root *fastjson.Value) error {
 		return nil
 	}
 	r.dst = append(r.dst, ']')
-	if err := r.toolChoice(root.Get("tool_choice")); err != nil {
+	if err := r.toolChoice(f.toolChoice); err != nil {
 		return err
 	}
-	if v := root.Get("parallel_tool_calls"); !respNull(v) {
+	if v := f.parallelToolCalls; !respNull(v) {
 		if v.Type() != fastjson.TypeTrue && v.Type() != fastjson.TypeFalse {
 			return respInvalid("parallel_tool_calls must be a boolean")
 		}
@@ -157,11 +157,19 @@ func (r *respRequest) addTool(t respToolName, loc respToolLoc) (bool, error) {
 			return false, nil
 		}
 	}
+	r.tools = append(r.tools, t)
+	return true, nil
+}
+
+// openTool starts writing tool t, up to its name: it is checked and
+// recorded (addTool) once its other members are, and a tool declared
+// twice is taken back.
+func (r *respRequest) openTool(t respToolName) {
 	if len(r.tools) > 0 {
 		r.dst = append(r.dst, ',')
 	}
-	r.tools = append(r.tools, t)
-	return true, nil
+	r.dst = append(r.dst, `{"type":"function","function":{"name":`...)
+	r.dst = appendRespChatToolNameJSON(r.dst, t)
 }
 
 // respOptString returns an optional string member ("" when absent or null).
@@ -178,15 +186,26 @@ func respOptString(t *fastjson.Value, key string, loc respToolLoc) (string, erro
 }
 
 // functionTool writes a function tool: name, description, parameters and
-// strict kept.
+// strict kept, the description and the parameters' strings as sent.
 func (r *respRequest) functionTool(t *fastjson.Value, ns string, loc respToolLoc) error {
 	name, ok := respStr(t.Get("name"))
 	if !ok || name == "" {
 		return loc.err(".name must be a non-empty string")
 	}
-	desc, err := respOptString(t, "description", loc)
-	if err != nil {
-		return err
+	tn := respToolName{ns: ns, name: name}
+	start := len(r.dst)
+	r.openTool(tn)
+	// An empty description is left out.
+	descAt := len(r.dst)
+	r.dst = append(r.dst, `,"description":`...)
+	textAt := len(r.dst)
+	switch out, k := appendStringOrNull(r.dst, t.Get("description")); {
+	case k == rawOther:
+		return loc.err(".description must be a string")
+	case k == rawString && len(out)-textAt > len(`""`):
+		r.dst = out
+	default:
+		r.dst = r.dst[:descAt]
 	}
 	params := t.Get("parameters")
 	if !respNull(params) && params.Type() != fastjson.TypeObject {
@@ -196,19 +215,14 @@ func (r *respRequest) functionTool(t *fastjson.Value, ns string, loc respToolLoc
 	if !respNull(strict) && strict.Type() != fastjson.TypeTrue && strict.Type() != fastjson.TypeFalse {
 		return loc.err(".strict must be a boolean")
 	}
-	tn := respToolName{ns: ns, name: name}
 	if fresh, err := r.addTool(tn, loc); !fresh {
+		r.dst = r.dst[:start]
 		return err
-	}
-	r.dst = append(r.dst, `{"type":"function","function":{"name":`...)
-	r.dst = appendRespChatToolNameJSON(r.dst, tn)
-	if desc != "" {
-		r.dst = appendRespKeyString(r.dst, "description", desc)
 	}
 	if !respNull(params) {
 		r.dst = append(r.dst, `,"parameters":`...)
 		var ok bool
-		if r.dst, ok = appendRespValue(r.dst, params); !ok {
+		if r.dst, r.scratch, ok = appendRespObject(r.dst, params, r.scratch); !ok {
 			return loc.err(".parameters holds a number that is not JSON")
 		}
 	}
@@ -232,11 +246,19 @@ func (r *respRequest) customTool(t *fastjson.Value, ns string, loc respToolLoc) 
 	if !ok || name == "" {
 		return loc.err(".name must be a non-empty string")
 	}
-	desc, err := respOptString(t, "description", loc)
-	if err != nil {
-		return err
+	tn := respToolName{ns: ns, name: name, custom: true}
+	start := len(r.dst)
+	r.openTool(tn)
+	// The description and the grammar are copied into one string as
+	// they are checked; it is left out when both are empty.
+	descAt := len(r.dst)
+	r.dst = append(r.dst, `,"description":"`...)
+	textAt := len(r.dst)
+	var k int
+	if r.dst, k = appendRawInnerOrNull(r.dst, t.Get("description")); k == rawOther {
+		return loc.err(".description must be a string")
 	}
-	var syntax, definition string
+	hasDesc := len(r.dst) > textAt
 	if f := t.Get("format"); !respNull(f) {
 		if f.Type() != fastjson.TypeObject {
 			return loc.err(".format must be an object")
@@ -244,35 +266,37 @@ func (r *respRequest) customTool(t *fastjson.Value, ns string, loc respToolLoc) 
 		switch typ, _ := respStr(f.Get("type")); typ {
 		case "text":
 		case "grammar":
-			if syntax, err = respOptString(f, "syntax", loc); err != nil {
+			syntax, err := respOptString(f, "syntax", loc)
+			if err != nil {
 				return err
 			}
-			if definition, err = respOptString(f, "definition", loc); err != nil {
-				return err
-			}
-		default:
-			return loc.err(`.format.type must be "text" or "grammar"`)
-		}
-	}
-	tn := respToolName{ns: ns, name: name, custom: true}
-	if fresh, err := r.addTool(tn, loc); !fresh {
-		return err
-	}
-	r.dst = append(r.dst, `{"type":"function","function":{"name":`...)
-	r.dst = appendRespChatToolNameJSON(r.dst, tn)
-	if desc != "" || definition != "" {
-		r.dst = append(r.dst, `,"description":"`...)
-		r.dst = appendRespEscaped(r.dst, desc)
-		if definition != "" {
-			if desc != "" {
+			grammarAt := len(r.dst)
+			if hasDesc {
 				r.dst = append(r.dst, `\n\n`...)
 			}
 			r.dst = append(r.dst, `The input is freeform text, not JSON, and must match this `...)
 			r.dst = appendRespEscaped(r.dst, syntax)
 			r.dst = append(r.dst, ` grammar:\n`...)
-			r.dst = appendRespEscaped(r.dst, definition)
+			defAt := len(r.dst)
+			out, k := appendRawInnerOrNull(r.dst, f.Get("definition"))
+			if k == rawOther {
+				return loc.err(".definition must be a string")
+			}
+			if r.dst = out; len(r.dst) == defAt { // no definition: no grammar
+				r.dst = r.dst[:grammarAt]
+			}
+		default:
+			return loc.err(`.format.type must be "text" or "grammar"`)
 		}
+	}
+	if len(r.dst) == textAt {
+		r.dst = r.dst[:descAt]
+	} else {
 		r.dst = append(r.dst, '"')
+	}
+	if fresh, err := r.addTool(tn, loc); !fresh {
+		r.dst = r.dst[:start]
+		return err
 	}
 	r.dst = append(r.dst, `,"parameters":`...)
 	r.dst = append(r.dst, respCustomInputSchema...)

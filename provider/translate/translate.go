@@ -53,4 +53,21 @@ type Stream interface {
 	// Fail appends the client's error event for a failure after the
 	// stream began (status, and the OpenAI error type, code and message).
 	Fail(dst []byte, status int, typ, code, message string) []byte
+	// Release gives the Stream back for a later stream to reuse, its
+	// buffers with it; it must not be used again. A Stream never released
+	// is simply collected.
+	Release()
+}
+
+// maxPooledStreamBuf is the largest buffer a released Stream (or a pooled
+// translation's scratch) keeps: one long answer must not pin its text in
+// the pool for good.
+const maxPooledStreamBuf = 64 << 10
+
+// keepBuf returns b emptied for reuse, or nil when it is too large to keep.
+func keepBuf(b []byte) []byte {
+	if cap(b) > maxPooledStreamBuf {
+		return nil
+	}
+	return b[:0]
 }
