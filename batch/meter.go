@@ -2,7 +2,6 @@ package batch
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"strconv"
@@ -144,13 +143,13 @@ func (s *Server) meterOne(j meterJob) error {
 		return err
 	}
 	defer resp.CloseBodyStream() //nolint:errcheck // read or abandoned
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
 	switch st := resp.StatusCode(); {
 	case st == fasthttp.StatusNotFound:
 		// The provider no longer has the results (they outlived their
 		// retention before the batch was seen ended): nothing will ever
 		// be read, so nothing is charged, and the read is not retried.
+		ctx, cancel := s.storeCtx()
+		defer cancel()
 		_, err := s.Store.Flag(ctx, o.Key, o.Kind, o.ID, tenancy.FlagCharged)
 		return errors.Join(errors.New("the target no longer has the results; the batch's usage is not charged"), err)
 	case st < 200 || st > 299:
@@ -173,6 +172,9 @@ func (s *Server) meterOne(j meterJob) error {
 		}
 	}
 	u.end()
+	// The store call's bound starts now: the read may have taken minutes.
+	ctx, cancel := s.storeCtx()
+	defer cancel()
 	first, err := s.Store.Flag(ctx, o.Key, o.Kind, o.ID, tenancy.FlagCharged)
 	if err != nil || !first || !u.sum.Known {
 		return err
