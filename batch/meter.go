@@ -129,6 +129,10 @@ func (s *Server) meterWorker() {
 	}
 }
 
+// errResultsGone is meterOne's error when the target no longer has the
+// results: nothing is charged, and nothing will ever be.
+var errResultsGone = errors.New("the target no longer has the results; the batch's usage is not charged")
+
 // meterOne reads the results of job j's batch from its target and charges
 // their usage, once.
 func (s *Server) meterOne(j meterJob) error {
@@ -151,7 +155,7 @@ func (s *Server) meterOne(j meterJob) error {
 		ctx, cancel := s.storeCtx()
 		defer cancel()
 		_, err := s.Store.Flag(ctx, o.Key, o.Kind, o.ID, tenancy.FlagCharged)
-		return errors.Join(errors.New("the target no longer has the results; the batch's usage is not charged"), err)
+		return errors.Join(errResultsGone, err)
 	case st < 200 || st > 299:
 		return errors.New("the target answered " + strconv.Itoa(st))
 	}

@@ -197,3 +197,51 @@ func TestMessageBatchSlowResultsCharged(t *testing.T) {
 		t.Fatalf("room after the batch was seen ended = %d; want %d (its 2 results' usage, 84 tokens, charged)", got, want)
 	}
 }
+
+// TestMessageBatchChargedBeforeDelete: a message batch deleted through the
+// gateway before the gateway read its results (never polled through it,
+// or its results read still queued after the client's download) is
+// charged before the deletion goes: the provider deletes the results with
+// the batch, so a metering read after it found nothing and the batch ran
+// free, its reservation never given back either.
+func TestMessageBatchChargedBeforeDelete(t *testing.T) {
+	claude, err := mock.Start("127.0.0.1:0", mock.Options{Name: "claude"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claude.Close()
+	tg := newTestGateway(t, fmt.Sprintf(meteredYAML, "http://"+claude.Addr()), false, tenancy.NewMemoryObjects(0, nil))
+	room := func() int64 {
+		t.Helper()
+		tg.s.WaitMetered()
+		r, ok := tg.g.Load().Quota.RoomOf("acme", false)
+		if !ok || !r.Known {
+			t.Fatal("no room known for acme")
+		}
+		return r.Left[quota.TokensPerDay]
+	}
+	full := room()
+	body := `{"requests":[{"custom_id":"a","params":{"model":"claude-x","max_tokens":500,"messages":[{"role":"user","content":"hi"}]}},` +
+		`{"custom_id":"b","params":{"model":"claude-x","max_tokens":500,"messages":[{"role":"user","content":"hi"}]}}]}`
+	status, answer, _ := tg.do(t, "POST", "/v1/messages/batches", aliceKey, "application/json", []byte(body))
+	id := between(answer, `"id":"`, `"`)
+	if status != 200 || id == "" || strings.Contains(answer, `"processing_status":"ended"`) {
+		t.Fatalf("create = %d %s", status, answer)
+	}
+	// The batch ends at the provider, unseen by the gateway.
+	resp, err := http.Get(claude.BaseURL() + "/messages/batches/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if status, answer, _ := tg.do(t, "DELETE", "/v1/messages/batches/"+id, aliceKey, "", nil); status != 200 {
+		t.Fatalf("delete = %d %s", status, answer)
+	}
+	prompt, completion := claude.UsageFigures()
+	if got, want := room(), full-2*int64(prompt+completion); got != want {
+		t.Fatalf("room after the batch was deleted = %d; want %d (its reservation given back, its 2 results' usage charged)", got, want)
+	}
+	if status, _, _ := tg.do(t, "GET", "/v1/messages/batches/"+id, aliceKey, "", nil); status != 404 {
+		t.Fatalf("read after delete = %d; want 404", status)
+	}
+}
