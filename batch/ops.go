@@ -22,12 +22,7 @@ func (c *call) read(k *kind) {
 	}
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
-	x := &exchange{method: fasthttp.MethodGet, path: func(*upstream.Target) string { return objectPath(k, o.ID, "") }}
-	if k.messages {
-		x.client = &c.rc.Request.Header
-	}
-	if c.walk([]*upstream.Target{t}, x, resp) == nil {
-		c.gone(k, o.ID)
+	if !c.objectCall(t, k, o.ID, fasthttp.MethodGet, "", resp) {
 		return
 	}
 	c.answerObject(t, k, o, resp)
@@ -43,12 +38,7 @@ func (c *call) cancel(k *kind) {
 	}
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
-	x := &exchange{method: fasthttp.MethodPost, path: func(*upstream.Target) string { return objectPath(k, o.ID, "/cancel") }}
-	if k.messages {
-		x.client = &c.rc.Request.Header
-	}
-	if c.walk([]*upstream.Target{t}, x, resp) == nil {
-		c.gone(k, o.ID)
+	if !c.objectCall(t, k, o.ID, fasthttp.MethodPost, "/cancel", resp) {
 		return
 	}
 	c.answerObject(t, k, o, resp)
@@ -67,12 +57,7 @@ func (c *call) remove(k *kind) {
 	}
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
-	x := &exchange{method: fasthttp.MethodDelete, path: func(*upstream.Target) string { return objectPath(k, o.ID, "") }}
-	if k.messages {
-		x.client = &c.rc.Request.Header
-	}
-	if c.walk([]*upstream.Target{t}, x, resp) == nil {
-		c.gone(k, o.ID)
+	if !c.objectCall(t, k, o.ID, fasthttp.MethodDelete, "", resp) {
 		return
 	}
 	ctx, cancel := c.storeCtx()
@@ -97,10 +82,7 @@ func (c *call) remove(k *kind) {
 func (c *call) meteredBeforeDelete(t *upstream.Target, o tenancy.Object) bool {
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
-	x := &exchange{method: fasthttp.MethodGet, path: func(*upstream.Target) string { return objectPath(kindMessages, o.ID, "") },
-		client: &c.rc.Request.Header}
-	if c.walk([]*upstream.Target{t}, x, resp) == nil {
-		c.gone(kindMessages, o.ID)
+	if !c.objectCall(t, kindMessages, o.ID, fasthttp.MethodGet, "", resp) {
 		return false
 	}
 	v, ok := parseObject(resp.Body())
@@ -118,6 +100,23 @@ func (c *call) meteredBeforeDelete(t *upstream.Target, o tenancy.Object) bool {
 		c.fail(fasthttp.StatusServiceUnavailable, "the message batch's results could not be read to meter its usage before "+
 			"its deletion; retry shortly", upstream.TypeUpstream, upstream.CodeUpstreamUnavailable)
 		c.class = upstream.ClassServer
+		return false
+	}
+	return true
+}
+
+// objectCall makes the call method on the caller's object id of kind k at
+// its target t (path suffix "" or "/cancel"), with the client's Anthropic
+// headers on a message batch, and reports whether t answered 2xx (in
+// resp). Else the failure is answered, and an id t answered 404 for is
+// forgotten (gone).
+func (c *call) objectCall(t *upstream.Target, k *kind, id, method, suffix string, resp *fasthttp.Response) bool {
+	x := &exchange{method: method, path: func(*upstream.Target) string { return objectPath(k, id, suffix) }}
+	if k.messages {
+		x.client = &c.rc.Request.Header
+	}
+	if c.walk([]*upstream.Target{t}, x, resp) == nil {
+		c.gone(k, id)
 		return false
 	}
 	return true
