@@ -61,6 +61,10 @@ func TestBatchOwnershipAttacks(t *testing.T) {
 		strings.NewReader(`{"requests":[{"custom_id":"m","params":{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}}]}`))
 	msg := jsonID(t, body)
 	e.do(t, "GET", "/v1/messages/batches/"+msg, batchAcmeKey, "", nil) // ends it
+	// The gateway reads an ended message batch's results itself, off the
+	// request path: that call is acme's, and must not land among the
+	// attacks' below.
+	e.d.Batches().WaitMetered()
 
 	before := e.batchCalls()
 	openAI404 := func(status int, body string) bool {
