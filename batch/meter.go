@@ -2,7 +2,6 @@ package batch
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"strconv"
@@ -130,6 +129,10 @@ func (s *Server) meterWorker() {
 	}
 }
 
+// errResultsGone is meterOne's error when the target no longer has the
+// results: nothing is charged, and nothing will ever be.
+var errResultsGone = errors.New("the target no longer has the results; the batch's usage is not charged")
+
 // meterOne reads the results of job j's batch from its target and charges
 // their usage, once.
 func (s *Server) meterOne(j meterJob) error {
@@ -144,15 +147,15 @@ func (s *Server) meterOne(j meterJob) error {
 		return err
 	}
 	defer resp.CloseBodyStream() //nolint:errcheck // read or abandoned
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
 	switch st := resp.StatusCode(); {
 	case st == fasthttp.StatusNotFound:
 		// The provider no longer has the results (they outlived their
 		// retention before the batch was seen ended): nothing will ever
 		// be read, so nothing is charged, and the read is not retried.
+		ctx, cancel := s.storeCtx()
+		defer cancel()
 		_, err := s.Store.Flag(ctx, o.Key, o.Kind, o.ID, tenancy.FlagCharged)
-		return errors.Join(errors.New("the target no longer has the results; the batch's usage is not charged"), err)
+		return errors.Join(errResultsGone, err)
 	case st < 200 || st > 299:
 		return errors.New("the target answered " + strconv.Itoa(st))
 	}
@@ -173,6 +176,9 @@ func (s *Server) meterOne(j meterJob) error {
 		}
 	}
 	u.end()
+	// The store call's bound starts now: the read may have taken minutes.
+	ctx, cancel := s.storeCtx()
+	defer cancel()
 	first, err := s.Store.Flag(ctx, o.Key, o.Kind, o.ID, tenancy.FlagCharged)
 	if err != nil || !first || !u.sum.Known {
 		return err

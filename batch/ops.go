@@ -1,6 +1,8 @@
 package batch
 
 import (
+	"errors"
+
 	"github.com/valyala/fasthttp"
 
 	"github.com/switchyard/switchyard/tenancy"
@@ -20,12 +22,7 @@ func (c *call) read(k *kind) {
 	}
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
-	x := &exchange{method: fasthttp.MethodGet, path: func(*upstream.Target) string { return objectPath(k, o.ID, "") }}
-	if k.messages {
-		x.client = &c.rc.Request.Header
-	}
-	if c.walk([]*upstream.Target{t}, x, resp) == nil {
-		c.gone(k, o.ID)
+	if !c.objectCall(t, k, o.ID, fasthttp.MethodGet, "", resp) {
 		return
 	}
 	c.answerObject(t, k, o, resp)
@@ -41,12 +38,7 @@ func (c *call) cancel(k *kind) {
 	}
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
-	x := &exchange{method: fasthttp.MethodPost, path: func(*upstream.Target) string { return objectPath(k, o.ID, "/cancel") }}
-	if k.messages {
-		x.client = &c.rc.Request.Header
-	}
-	if c.walk([]*upstream.Target{t}, x, resp) == nil {
-		c.gone(k, o.ID)
+	if !c.objectCall(t, k, o.ID, fasthttp.MethodPost, "/cancel", resp) {
 		return
 	}
 	c.answerObject(t, k, o, resp)
@@ -60,14 +52,12 @@ func (c *call) remove(k *kind) {
 	if !ok || !c.countCall() {
 		return
 	}
+	if k.messages && !o.Charged && !c.meteredBeforeDelete(t, o) {
+		return
+	}
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
-	x := &exchange{method: fasthttp.MethodDelete, path: func(*upstream.Target) string { return objectPath(k, o.ID, "") }}
-	if k.messages {
-		x.client = &c.rc.Request.Header
-	}
-	if c.walk([]*upstream.Target{t}, x, resp) == nil {
-		c.gone(k, o.ID)
+	if !c.objectCall(t, k, o.ID, fasthttp.MethodDelete, "", resp) {
 		return
 	}
 	ctx, cancel := c.storeCtx()
@@ -79,6 +69,57 @@ func (c *call) remove(k *kind) {
 		c.s.Log.Warn().Err(err).Str("id", o.ID).Msg("batch: deleted upstream but its record could not be removed")
 	}
 	c.relay(t, resp.StatusCode(), resp.Body())
+}
+
+// meteredBeforeDelete charges the caller's message batch o on t, when it
+// has ended and is not charged yet, before its deletion is sent: the
+// provider deletes the results with the batch, and a batch deleted before
+// the gateway read them (never seen ended, or its read still queued after
+// a download) would have run free. Its object is read; when it has ended
+// its reservation is given back and its results are read and charged here,
+// once (docs/batches.md, Quotas). false: answered, nothing deleted (the
+// object or the results could not be read).
+func (c *call) meteredBeforeDelete(t *upstream.Target, o tenancy.Object) bool {
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	if !c.objectCall(t, kindMessages, o.ID, fasthttp.MethodGet, "", resp) {
+		return false
+	}
+	v, ok := parseObject(resp.Body())
+	ended := ok && str(v.v, "processing_status") == "ended"
+	v.release()
+	if !ended {
+		return true // the provider refuses to delete a batch still processing
+	}
+	c.settle(t, o, nil, 0, false)
+	err := c.s.meterOne(meterJob{t: t, o: o, st: c.st, seen: c.s.clock()})
+	if err != nil && !errors.Is(err, errResultsGone) {
+		c.s.Log.Warn().Err(err).Str("target", t.Name).Str("id", o.ID).
+			Msg("batch: could not read a message batch's results to meter them before its deletion; the deletion was refused")
+		c.rc.Response.Header.Set(fasthttp.HeaderRetryAfter, "10")
+		c.fail(fasthttp.StatusServiceUnavailable, "the message batch's results could not be read to meter its usage before "+
+			"its deletion; retry shortly", upstream.TypeUpstream, upstream.CodeUpstreamUnavailable)
+		c.class = upstream.ClassServer
+		return false
+	}
+	return true
+}
+
+// objectCall makes the call method on the caller's object id of kind k at
+// its target t (path suffix "" or "/cancel"), with the client's Anthropic
+// headers on a message batch, and reports whether t answered 2xx (in
+// resp). Else the failure is answered, and an id t answered 404 for is
+// forgotten (gone).
+func (c *call) objectCall(t *upstream.Target, k *kind, id, method, suffix string, resp *fasthttp.Response) bool {
+	x := &exchange{method: method, path: func(*upstream.Target) string { return objectPath(k, id, suffix) }}
+	if k.messages {
+		x.client = &c.rc.Request.Header
+	}
+	if c.walk([]*upstream.Target{t}, x, resp) == nil {
+		c.gone(k, id)
+		return false
+	}
+	return true
 }
 
 // answerObject relays the 2xx answer of t in resp about the caller's

@@ -57,10 +57,23 @@ type Server struct {
 	meter  meter
 	// now is the clock; nil = time.Now (tests move it).
 	now func() time.Time
+	// storeWait bounds one call of the ownership store; 0 =
+	// storeTimeout (tests shorten it).
+	storeWait time.Duration
 }
 
 // storeTimeout bounds one call of the ownership store.
 const storeTimeout = 2 * time.Second
+
+// storeCtx is a context for one ownership store call, made just before it:
+// its bound is the store's, not what the call waited for before.
+func (s *Server) storeCtx() (context.Context, context.CancelFunc) {
+	d := s.storeWait
+	if d <= 0 {
+		d = storeTimeout
+	}
+	return context.WithTimeout(context.Background(), d)
+}
 
 func (s *Server) clock() time.Time {
 	if s.now != nil {
@@ -263,9 +276,7 @@ const codeStoreUnavailable = "quota_store_unavailable"
 
 // storeCtx is a context for one ownership store call (also after the
 // handler returned: a download settles when it ends).
-func (c *call) storeCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), storeTimeout)
-}
+func (c *call) storeCtx() (context.Context, context.CancelFunc) { return c.s.storeCtx() }
 
 // reached notes that the walk reached t.
 func (c *call) reached(t *upstream.Target, class upstream.Class, refused bool) {
@@ -343,9 +354,9 @@ func (c *call) recount() {
 	default:
 		return
 	}
-	key, store, owned := c.caller.Key(), c.s.Store, c.s.Owned
+	srv, key, store, owned := c.s, c.caller.Key(), c.s.Store, c.s.Owned
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		ctx, cancel := srv.storeCtx()
 		defer cancel()
 		if n, err := store.Count(ctx, key); err == nil {
 			owned(key, n)
