@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -217,7 +218,8 @@ func (t *translated) envelope(status int, env []byte) []byte {
 
 // envelopeFields reads the message, type and code of an error envelope
 // (OpenAI's {"error":{…}} or Anthropic's {"type":"error","error":{…}}).
-// The strings are copies.
+// The strings are copies: jsonStr's view the parser's memory, which the
+// next stream to take the parser (another tenant's) overwrites.
 func envelopeFields(env []byte) (msg, typ, code string) {
 	p := parserPool.Get()
 	defer parserPool.Put(p)
@@ -228,7 +230,7 @@ func envelopeFields(env []byte) (msg, typ, code string) {
 	m, _ := jsonStr(v.Get("error", "message"))
 	ty, _ := jsonStr(v.Get("error", "type"))
 	co, _ := jsonStr(v.Get("error", "code"))
-	return string(m), string(ty), string(co)
+	return strings.Clone(m), strings.Clone(ty), strings.Clone(co)
 }
 
 // AnswerUsage implements UsageReader: the upstream's answer is the inner
