@@ -353,7 +353,12 @@ func TestDrainDelay(t *testing.T) {
 	streamc := make(chan answer, 1)
 	streamHeaders := make(chan struct{})
 	go func() {
-		resp, err := newClient().Post(base+"/v1/chat/completions", "application/json",
+		// The stream takes 6 s at the mock and more on a loaded machine:
+		// the client waits longer than newClient's 10 s; the select below
+		// bounds the wait.
+		c := newClient()
+		c.Timeout = time.Minute
+		resp, err := c.Post(base+"/v1/chat/completions", "application/json",
 			strings.NewReader(`{"model":"m-stream","stream":true,"messages":[]}`))
 		close(streamHeaders)
 		if err != nil {

@@ -67,7 +67,9 @@ func (pc *propConfig) yaml() string {
 	b.WriteString("targets:\n")
 	for i, t := range pc.targets {
 		fmt.Fprintf(&b, "  - virtual_key: t%d\n    provider: openai\n    base_url: \"{{t%d}}\"\n    api_key: sk-t%d-%d\n", i, i, i, pc.gen)
-		b.WriteString("    timeout: 100ms\n")
+		// Long enough that an answer is never taken for a timeout on a
+		// loaded machine (a 400 read as a timeout would be failed over).
+		b.WriteString("    timeout: 400ms\n")
 		fmt.Fprintf(&b, "    retry: {attempts: %d, initial_backoff_ms: 1}\n", t.attempts)
 		b.WriteString("    circuit_breaker: {failure_threshold: 3, timeout: 300ms}\n")
 		if t.models != nil {
@@ -208,7 +210,7 @@ func TestPropertyOnlyTheMatchedChainIsCalled(t *testing.T) {
 	for i := range mocks {
 		mocks[i] = startMock(t, "t"+strconv.Itoa(i))
 		mocks[i].log = log
-		mocks[i].hang = 1500 * 1e6 // 1.5 s, past the 100 ms attempt timeout
+		mocks[i].hang = 1500 * 1e6 // 1.5 s, past the 400 ms attempt timeout
 		mocks[i].retryAfter = "1"
 	}
 	pc := randomPropConfig(rng, 0)
