@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/switchyard/switchyard/internal/jsonscan"
 	"github.com/switchyard/switchyard/router"
 	"github.com/switchyard/switchyard/telemetry"
 	"github.com/switchyard/switchyard/tenancy"
@@ -220,14 +221,14 @@ func (lr *LineRouter) previousRefused(id []byte) *Refusal {
 // batch file and the requests of a message batch are split, so that the
 // bytes routed are read as the hot path reads a request.
 func ObjectMembers(b []byte, fn func(key string, value []byte) error) error {
-	i := skipSpace(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		if i >= len(b) {
 			return errors.New("not a JSON object: it is empty")
 		}
 		return fmt.Errorf("not a JSON object: %q at offset %d", b[i], i)
 	}
-	i = skipSpace(b, i+1)
+	i = jsonscan.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return trailing(b, i+1)
 	}
@@ -236,7 +237,7 @@ func ObjectMembers(b []byte, fn func(key string, value []byte) error) error {
 		if i >= len(b) || b[i] != '"' {
 			return syntaxError(b, i, "a key")
 		}
-		end := stringEnd(b, i)
+		end := jsonscan.StringEnd(b, i)
 		if end >= len(b) {
 			return errUnterminated
 		}
@@ -245,10 +246,10 @@ func ObjectMembers(b []byte, fn func(key string, value []byte) error) error {
 			return errors.New("a key is not a valid JSON string of UTF-8 text")
 		}
 		key = k
-		if i = skipSpace(b, end+1); i >= len(b) || b[i] != ':' {
+		if i = jsonscan.SkipSpace(b, end+1); i >= len(b) || b[i] != ':' {
 			return syntaxError(b, i, "':'")
 		}
-		if i = skipSpace(b, i+1); i >= len(b) {
+		if i = jsonscan.SkipSpace(b, i+1); i >= len(b) {
 			return syntaxError(b, i, "a value")
 		}
 		if !startsValue(b[i]) {
@@ -262,10 +263,10 @@ func ObjectMembers(b []byte, fn func(key string, value []byte) error) error {
 		if err = fn(string(key), b[start:i]); err != nil {
 			return err
 		}
-		if i = skipSpace(b, i); i < len(b) {
+		if i = jsonscan.SkipSpace(b, i); i < len(b) {
 			switch b[i] {
 			case ',':
-				i = skipSpace(b, i+1)
+				i = jsonscan.SkipSpace(b, i+1)
 				continue
 			case '}':
 				return trailing(b, i+1)
@@ -277,7 +278,7 @@ func ObjectMembers(b []byte, fn func(key string, value []byte) error) error {
 
 // trailing refuses anything but whitespace after b[:i].
 func trailing(b []byte, i int) error {
-	if i = skipSpace(b, i); i != len(b) {
+	if i = jsonscan.SkipSpace(b, i); i != len(b) {
 		return syntaxError(b, i, "the end after the object")
 	}
 	return nil
@@ -287,7 +288,7 @@ func trailing(b []byte, i int) error {
 // included), unescaped; ok is false when v is not one or is not valid
 // UTF-8 text.
 func JSONString(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' || stringEnd(v, 0) != len(v)-1 {
+	if len(v) < 2 || v[0] != '"' || jsonscan.StringEnd(v, 0) != len(v)-1 {
 		return "", false
 	}
 	s, ok := appendString(nil, v[1:len(v)-1])

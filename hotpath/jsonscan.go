@@ -2,14 +2,13 @@ package hotpath
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/switchyard/switchyard/internal/byteconv"
+	"github.com/switchyard/switchyard/internal/jsonscan"
 )
 
 // The peek's JSON primitives: skipping values by their structure alone,
@@ -31,73 +30,6 @@ func syntaxError(b []byte, i int, want string) error {
 	return fmt.Errorf("request body is not valid JSON: %q at offset %d, where %s belongs", b[i], i, want)
 }
 
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index of the quote closing the string that opens at
-// b[i], or len(b) when there is none. Past its first bytes the search for a
-// quote is bytes.IndexByte's (vectorized); a quote after an odd run of
-// backslashes is escaped and does not end the string.
-func stringEnd(b []byte, i int) int {
-	i++
-	// Fast path: most strings of a request (keys, roles, ids) end within a
-	// few bytes, where reading eight bytes at a time (SWAR) beats setting
-	// up a vectorized search.
-	for n := min(len(b)-8, i+shortString); i <= n; {
-		x := binary.LittleEndian.Uint64(b[i:])
-		m := zeroBytes(x^quotes) | zeroBytes(x^backslashes)
-		if m == 0 {
-			i += 8
-			continue
-		}
-		i += bits.TrailingZeros64(m) >> 3
-		if b[i] == '"' {
-			return i
-		}
-		i += 2 // a backslash: the escaped byte cannot end the string
-	}
-	// Slow path: a long string. Escapes before i are consumed, so a run of
-	// backslashes before a quote is counted back to i at most.
-	for i < len(b) {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			break
-		}
-		q := i + j
-		n := 0 // backslashes right before the quote: odd = escaped
-		for k := q - 1; k >= i && b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
-	return len(b)
-}
-
-// Eight copies of a quote and of a backslash, for zeroBytes.
-const (
-	quotes      = 0x2222222222222222
-	backslashes = 0x5c5c5c5c5c5c5c5c
-)
-
-// zeroBytes has the high bit set in the lowest zero byte of x (and maybe in
-// bytes above it, never below): x's first zero byte is its lowest set bit.
-func zeroBytes(x uint64) uint64 {
-	return (x - 0x0101010101010101) &^ x & 0x8080808080808080
-}
-
-// shortString is about how many bytes of a string stringEnd reads one by one
-// before its vectorized search.
-const shortString = 32
-
 // skipValue returns the index just past the value that starts at b[i],
 // nested base deep (its containers; 1 for a member of the body), checking
 // only what docs/routing.md, 1 asks of values the gateway does not route on:
@@ -105,7 +37,7 @@ const shortString = 32
 func skipValue(b []byte, i, base int) (int, error) {
 	switch b[i] {
 	case '"':
-		end := stringEnd(b, i)
+		end := jsonscan.StringEnd(b, i)
 		if end >= len(b) {
 			return end, errUnterminated
 		}
@@ -152,7 +84,7 @@ func skipNested(b []byte, i, base int) (int, error) {
 			}
 			switch c {
 			case '"':
-				if i = stringEnd(b, i); i >= len(b) {
+				if i = jsonscan.StringEnd(b, i); i >= len(b) {
 					return i, errUnterminated
 				}
 			case '{', '[':

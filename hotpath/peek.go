@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/switchyard/switchyard/internal/jsonscan"
 	"github.com/switchyard/switchyard/router"
 )
 
@@ -131,7 +132,7 @@ func (p *peek) parseKeys(body []byte, keys []routingKey) error {
 	if len(body) == 0 {
 		return errEmptyBody
 	}
-	i := skipSpace(body, 0)
+	i := jsonscan.SkipSpace(body, 0)
 	if i == len(body) {
 		return syntaxError(body, i, "a JSON object")
 	}
@@ -145,7 +146,7 @@ func (p *peek) parseKeys(body []byte, keys []routingKey) error {
 	if err != nil {
 		return err
 	}
-	if i = skipSpace(body, i); i != len(body) {
+	if i = jsonscan.SkipSpace(body, i); i != len(body) {
 		return syntaxError(body, i, "the end of the body after its object")
 	}
 	if p.Model == nil {
@@ -159,7 +160,7 @@ func (p *peek) parseKeys(body []byte, keys []routingKey) error {
 // of keys and skipping the others. It returns the index past the closing
 // brace.
 func (p *peek) object(b []byte, i int, keys []routingKey, depth int) (int, error) {
-	i = skipSpace(b, i+1)
+	i = jsonscan.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
 	}
@@ -167,15 +168,15 @@ func (p *peek) object(b []byte, i int, keys []routingKey, depth int) (int, error
 		if i >= len(b) || b[i] != '"' {
 			return i, syntaxError(b, i, "a key")
 		}
-		end := stringEnd(b, i)
+		end := jsonscan.StringEnd(b, i)
 		if end >= len(b) {
 			return i, errUnterminated
 		}
 		key := b[i+1 : end]
-		if i = skipSpace(b, end+1); i >= len(b) || b[i] != ':' {
+		if i = jsonscan.SkipSpace(b, end+1); i >= len(b) || b[i] != ':' {
 			return i, syntaxError(b, i, "':'")
 		}
-		if i = skipSpace(b, i+1); i >= len(b) {
+		if i = jsonscan.SkipSpace(b, i+1); i >= len(b) {
 			return i, syntaxError(b, i, "a value")
 		}
 		k, exact, err := matchKey(key, keys)
@@ -196,10 +197,10 @@ func (p *peek) object(b []byte, i int, keys []routingKey, depth int) (int, error
 		if err != nil {
 			return i, err
 		}
-		if i = skipSpace(b, i); i < len(b) {
+		if i = jsonscan.SkipSpace(b, i); i < len(b) {
 			switch b[i] {
 			case ',':
-				i = skipSpace(b, i+1)
+				i = jsonscan.SkipSpace(b, i+1)
 				continue
 			case '}':
 				return i + 1, nil
@@ -276,7 +277,7 @@ func (p *peek) take(bit uint8, b []byte, i, depth int) (int, error) {
 		case fastjson.TypeNull:
 			return literalEnd(b, i)
 		case fastjson.TypeArray:
-			j := skipSpace(b, i+1)
+			j := jsonscan.SkipSpace(b, i+1)
 			p.HasTools = j < len(b) && b[j] != ']'
 			return skipNested(b, i, depth)
 		}
@@ -301,7 +302,7 @@ func (p *peek) take(bit uint8, b []byte, i, depth int) (int, error) {
 // skips, it must be valid JSON and valid UTF-8, so it means the same to
 // every decoder (encoding/json would turn bad bytes into U+FFFD).
 func readString(b []byte, i int, dst []byte, name string) (int, []byte, error) {
-	end := stringEnd(b, i)
+	end := jsonscan.StringEnd(b, i)
 	if end >= len(b) {
 		return end, dst, errUnterminated
 	}

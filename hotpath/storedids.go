@@ -7,6 +7,8 @@ import (
 	"math/bits"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/jsonscan"
 )
 
 // Stored ids inside a request body (docs/residency.md, Stored objects
@@ -146,7 +148,7 @@ func plainStoredKey(raw []byte) uint8 {
 	return 0
 }
 
-// colons is eight copies of ':', for zeroBytes.
+// colons is eight copies of ':', for jsonscan.ZeroBytes.
 const colons = 0x3a3a3a3a3a3a3a3a
 
 // nextColon returns the index of the first ':' at or after b[i], or -1.
@@ -154,8 +156,8 @@ const colons = 0x3a3a3a3a3a3a3a3a
 // bytes at a time (SWAR) find it there before a vectorized search is set
 // up for a long gap.
 func nextColon(b []byte, i int) int {
-	for n := min(len(b)-8, i+shortString); i <= n; i += 8 {
-		if m := zeroBytes(binary.LittleEndian.Uint64(b[i:]) ^ colons); m != 0 {
+	for n := min(len(b)-8, i+jsonscan.ShortString); i <= n; i += 8 {
+		if m := jsonscan.ZeroBytes(binary.LittleEndian.Uint64(b[i:]) ^ colons); m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
 	}

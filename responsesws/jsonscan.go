@@ -3,12 +3,17 @@ package responsesws
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/switchyard/switchyard/internal/jsonscan"
 )
 
 // A scanner of one JSON object's top-level members for documents already
 // validated (fastjson.ValidateBytes): it finds each member's key and the
 // exact bytes of its value without decoding anything, so a message's
-// members reach the HTTP body byte for byte.
+// members reach the HTTP body byte for byte. String ends and whitespace
+// are found by internal/jsonscan, as the hot path's peek finds them; the
+// peek's value skipping is not used here, since it checks the grammar
+// (depth, scalars) that fastjson has already checked of a message.
 
 // member is one top-level member: its key as decoded and its value's
 // bytes.
@@ -23,23 +28,23 @@ type member struct {
 // order, until fn returns false. doc should be a valid JSON object; on any
 // other bytes it stops early and never reads out of bounds.
 func members(doc []byte, fn func(m member) bool) {
-	i := skipSpace(doc, 0)
+	i := jsonscan.SkipSpace(doc, 0)
 	if i >= len(doc) || doc[i] != '{' {
 		return
 	}
 	i++
 	for {
-		i = skipSpace(doc, i)
+		i = jsonscan.SkipSpace(doc, i)
 		if i >= len(doc) || doc[i] != '"' {
 			return
 		}
-		keyStart, end := i, stringEnd(doc, i)
+		keyStart, end := i, jsonscan.StringEnd(doc, i)
 		if end >= len(doc) {
 			return
 		}
 		key := decodeKey(doc[i+1 : end])
-		i = skipSpace(doc, end+1) + 1 // the colon
-		i = skipSpace(doc, i)
+		i = jsonscan.SkipSpace(doc, end+1) + 1 // the colon
+		i = jsonscan.SkipSpace(doc, i)
 		if i >= len(doc) {
 			return
 		}
@@ -48,7 +53,7 @@ func members(doc []byte, fn func(m member) bool) {
 		if !fn(member{key: key, rawKey: doc[keyStart : end+1], value: doc[start:i]}) {
 			return
 		}
-		i = skipSpace(doc, i)
+		i = jsonscan.SkipSpace(doc, i)
 		if i < len(doc) && doc[i] == ',' {
 			i++
 		}
@@ -101,35 +106,6 @@ func arrayInner(v []byte) ([]byte, bool) {
 	return bytes.TrimSpace(v[1 : len(v)-1]), true
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index of the quote closing the string that opens at
-// b[i]: the first quote not escaped by an odd run of backslashes.
-func stringEnd(b []byte, i int) int {
-	i++
-	for i < len(b) {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return len(b)
-		}
-		q := i + j
-		n := 0
-		for k := q - 1; k >= i && b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
-	return len(b)
-}
-
 // skipValue returns the index just past the valid JSON value at b[i].
 func skipValue(b []byte, i int) int {
 	if i >= len(b) {
@@ -137,13 +113,13 @@ func skipValue(b []byte, i int) int {
 	}
 	switch b[i] {
 	case '"':
-		return min(stringEnd(b, i)+1, len(b))
+		return min(jsonscan.StringEnd(b, i)+1, len(b))
 	case '{', '[':
 		depth := 0
 		for ; i < len(b); i++ {
 			switch b[i] {
 			case '"':
-				i = stringEnd(b, i)
+				i = jsonscan.StringEnd(b, i)
 			case '{', '[':
 				depth++
 			case '}', ']':

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/switchyard/switchyard/internal/jsonscan"
 )
 
 // What a client sends on a socket: {"type":"response.create", …} with the
@@ -63,7 +65,7 @@ func parseMessage(data []byte) (kind, create, *refusal) {
 	if err := fastjson.ValidateBytes(data); err != nil {
 		return 0, c, badMessage("message is not valid JSON: " + err.Error())
 	}
-	if i := skipSpace(data, 0); data[i] != '{' {
+	if i := jsonscan.SkipSpace(data, 0); data[i] != '{' {
 		return 0, c, badMessage("message must be a JSON object")
 	}
 	var seen [len(controlled)]bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fasthttp/websocket"
 	"github.com/rs/zerolog"
@@ -31,6 +32,8 @@ type Server struct {
 
 	// served counts responses the sockets sent through the bridge (tests).
 	served atomic.Int64
+	// writeTimeout is writeTimeout but in tests.
+	writeTimeout time.Duration
 }
 
 // Limits are the settings of the configuration served now that bound a
@@ -47,11 +50,12 @@ type Limits struct {
 // line per socket closed.
 func New(http *fasthttp.Server, limits func() Limits, log zerolog.Logger) *Server {
 	s := &Server{
-		http:    http,
-		limits:  limits,
-		log:     log,
-		sockets: map[*socket]struct{}{},
-		closing: make(chan struct{}),
+		http:         http,
+		limits:       limits,
+		log:          log,
+		sockets:      map[*socket]struct{}{},
+		closing:      make(chan struct{}),
+		writeTimeout: writeTimeout,
 	}
 	s.up = websocket.FastHTTPUpgrader{
 		// The gateway's screen already held the Origin header against

@@ -51,6 +51,10 @@ type socket struct {
 	started                    time.Time
 	responses                  int
 	closeOnce                  sync.Once
+	// broken is set (by the worker) when a write failed: part of a message
+	// may be on the wire, and every later write fails too, so the socket
+	// can carry nothing more and is closed.
+	broken bool
 }
 
 // header is one header name and value, copied from the upgrade request.
@@ -226,6 +230,9 @@ func (sk *socket) work() (code int, why string) {
 			if stop := sk.handle(in); stop != 0 {
 				return stop, "message too large"
 			}
+			if sk.broken {
+				return websocket.CloseGoingAway, "write to the client failed"
+			}
 		}
 		idle.Reset(sk.srv.limits().IdleTimeout)
 	}
@@ -260,10 +267,15 @@ func (sk *socket) refuse(r *refusal) {
 	sk.write(sk.body) //nolint:errcheck // a client that left is seen by the reader
 }
 
-// write sends one text message.
+// write sends one text message. A failure (the client stopped reading for
+// the server's write timeout, or left) marks the socket broken.
 func (sk *socket) write(msg []byte) error {
-	_ = sk.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return sk.conn.WriteMessage(websocket.TextMessage, msg)
+	_ = sk.conn.SetWriteDeadline(time.Now().Add(sk.srv.writeTimeout))
+	err := sk.conn.WriteMessage(websocket.TextMessage, msg)
+	if err != nil {
+		sk.broken = true
+	}
+	return err
 }
 
 // closeWith sends a close frame with code and reason and closes the
