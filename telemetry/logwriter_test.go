@@ -48,7 +48,7 @@ func (g *gate) Write(p []byte) (int, error) {
 
 // stallFor bounds how long a test waits for what must not block: a
 // deadlock detector, not a timing assertion.
-const stallFor = 30 * time.Second
+const stallFor = 10 * time.Second
 
 func closeOrFail(t *testing.T, w *LogWriter) {
 	t.Helper()
