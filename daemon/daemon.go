@@ -115,7 +115,8 @@ type Daemon struct {
 
 // New loads the configuration at cfgPath and builds everything needed to
 // serve it, without listening. listen, when not empty, overrides
-// server.listen. Log lines go to logOut (os.Stderr in the process): before
+// server.listen. Log lines go to logOut (os.Stderr in the process, through a
+// telemetry.LogWriter whose dropped lines /metrics then counts): before
 // the configuration loads as JSON at info level, afterwards as the config's
 // log block says.
 //
@@ -154,6 +155,9 @@ func New(cfgPath, listen string, logOut io.Writer) (*Daemon, error) {
 		d.bind = cfg.Server.Listen
 	}
 	d.tel = newTelemetry(cfg, log)
+	if lw, ok := logOut.(*telemetry.LogWriter); ok { // the process's stderr (run)
+		d.tel.metrics.AddSeries(lw.WritePrometheus)
+	}
 	if d.tel.console, err = newConsole(cfg, log); err != nil {
 		log.Error().Err(err).Msg("cannot set up tracing; not starting")
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)

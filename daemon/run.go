@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchyard/switchyard/config"
+	"github.com/switchyard/switchyard/telemetry"
 )
 
 // Run is the serve command (cli.Serve): it serves the configuration at
@@ -32,13 +33,19 @@ func Run(cfgPath, listen string) int {
 
 // run is Run with its signal channel and log output injected. started, when
 // not nil, is called once the daemon listens (tests take the address there).
+// Log lines reach logOut through a telemetry.LogWriter, flushed before run
+// returns.
 //
 // One goroutine — this one — owns reloads, server.config_watch checks and
 // the drain: signals and checks are handled in order, so reloads never
 // overlap, and a SIGHUP arriving during the drain is ignored. A second SIGTERM/SIGINT during the drain cuts it
 // short.
 func run(cfgPath, listen string, logOut io.Writer, sigs <-chan os.Signal, started func(*Daemon)) int {
-	d, err := New(cfgPath, listen, logOut)
+	// Every line is written off the request path through lw, and every
+	// line buffered is written before run returns, on each of its paths.
+	lw := telemetry.NewLogWriter(logOut)
+	defer closeLog(lw)
+	d, err := New(cfgPath, listen, lw)
 	if err != nil {
 		return 1 // New logged why
 	}
@@ -166,6 +173,18 @@ func (d *Daemon) drainDelay(delay time.Duration, sigs <-chan os.Signal, served <
 			d.log.Info().Str("signal", s.String()).Msg("draining; reload ignored")
 		}
 	}
+}
+
+// logCloseTimeout is how long the exit waits for a stalled log output to
+// take the lines still buffered before giving them up.
+const logCloseTimeout = 5 * time.Second
+
+// closeLog writes every buffered log line before the process exits, giving
+// a stalled output logCloseTimeout.
+func closeLog(lw *telemetry.LogWriter) {
+	ctx, cancel := context.WithTimeout(context.Background(), logCloseTimeout)
+	defer cancel()
+	_ = lw.Close(ctx) // nothing is left to tell it to
 }
 
 // isStop reports whether s asks the process to stop (SIGTERM, SIGINT).

@@ -30,6 +30,7 @@ var familyHelp = map[string]string{
 	famTokenFail:   "Failed OAuth access token fetches of the target's credentials (azure with Entra ID, vertex).",
 	famBatchCalls:  "Batch API calls (files, batches, message_batches) answered, by client key name, target and operation (api.op).",
 	famBatchOwned:  "File and batch ids each client key owns, by kind (file, batch, message_batch), as the tenancy store counts them.",
+	famLogDropped:  "Log lines dropped because the log output (stderr) did not take them fast enough.",
 }
 
 // otherHelp is the # HELP text of the process and Go runtime families,

@@ -47,8 +47,9 @@ type instrRow struct {
 	err   error
 }
 
-// instructions measures the bare proxy and Switchyard (one rule, and one
-// rule with client keys) on the 190-byte and 1 KB bodies.
+// instructions measures the bare proxy and Switchyard (one rule, one rule
+// with client keys, and one rule with the access log on as shipped, its
+// lines to a pipe the driver reads) on the 190-byte and 1 KB bodies.
 func (b *bench) instructions() {
 	if _, err := exec.LookPath("valgrind"); err != nil {
 		b.sections = append(b.sections, "## Instructions per request\n\nskipped: valgrind is not installed (Debian package `valgrind`).\n")
@@ -90,6 +91,12 @@ func (b *bench) instructions() {
 			}},
 			{rowSy1 + ", client keys", kh, func(wrap string) (*proxy, error) {
 				c := keys
+				c.bin = wrap
+				return b.switchyard(c)
+			}},
+			{rowSy1 + ", access log", nil, func(wrap string) (*proxy, error) {
+				c := oneRule(b.primary.addr)
+				c.accessLog = true
 				c.bin = wrap
 				return b.switchyard(c)
 			}},
