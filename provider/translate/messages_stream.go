@@ -82,20 +82,9 @@ func (s *messagesStream) Chunk(dst, data []byte) ([]byte, error) {
 	if err != nil || top == nil {
 		return dst, errChunk
 	}
-	// One pass over each object's members (first copy wins, as Get's):
-	// a Get of a member the chunk lacks (usage, refusal, tool_calls, most
-	// of the time) would scan its keys twice.
-	var id, choices, usage *fastjson.Value
-	top.Visit(func(k []byte, v *fastjson.Value) {
-		switch string(k) {
-		case "id":
-			id = first(id, v)
-		case "choices":
-			choices = first(choices, v)
-		case "usage":
-			usage = first(usage, v)
-		}
-	})
+	var ch chatChunk
+	ch.read(top)
+	id, choices, usage := ch.id, ch.choices, ch.usage
 	if !s.started {
 		s.started = true
 		dst = s.messageStart(dst, id)
@@ -107,26 +96,11 @@ func (s *messagesStream) Chunk(dst, data []byte) ([]byte, error) {
 	if len(list) == 0 {
 		return dst, nil // a usage chunk, or a keep-alive
 	}
-	var delta, finish *fastjson.Value
-	list[0].GetObject().Visit(func(k []byte, v *fastjson.Value) {
-		switch string(k) {
-		case "delta":
-			delta = first(delta, v)
-		case "finish_reason":
-			finish = first(finish, v)
-		}
-	})
-	var content, refusal, calls *fastjson.Value
-	delta.GetObject().Visit(func(k []byte, v *fastjson.Value) {
-		switch string(k) {
-		case "content":
-			content = first(content, v)
-		case "refusal":
-			refusal = first(refusal, v)
-		case "tool_calls":
-			calls = first(calls, v)
-		}
-	})
+	var c chatChoice
+	c.read(list[0].GetObject())
+	var d chatDelta
+	d.read(c.delta.GetObject())
+	content, refusal, calls, finish := d.content, d.refusal, d.calls, c.finish
 	if dst, err = s.text(dst, content); err != nil {
 		return dst, err
 	}
@@ -143,14 +117,6 @@ func (s *messagesStream) Chunk(dst, data []byte) ([]byte, error) {
 		return s.closeBlock(dst)
 	}
 	return dst, nil
-}
-
-// first is a member's value as Get finds it: the first copy.
-func first(had, v *fastjson.Value) *fastjson.Value {
-	if had != nil {
-		return had
-	}
-	return v
 }
 
 // Done implements Stream: the open block closed, message_delta with the

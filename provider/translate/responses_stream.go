@@ -150,24 +150,9 @@ func (s *responsesStream) Chunk(dst, data []byte) ([]byte, error) {
 	if err != nil || top == nil {
 		return dst, errRespChunk
 	}
-	// One pass over each object's members (the first copy of each, as
-	// Get finds it): a Get of a member most chunks lack (error, usage,
-	// refusal, tool_calls) would scan them all.
-	var errV, id, created, choices, usage *fastjson.Value
-	top.Visit(func(k []byte, v *fastjson.Value) {
-		switch string(k) {
-		case "error":
-			errV = first(errV, v)
-		case "id":
-			id = first(id, v)
-		case "created":
-			created = first(created, v)
-		case "choices":
-			choices = first(choices, v)
-		case "usage":
-			usage = first(usage, v)
-		}
-	})
+	var ch chatChunk
+	ch.read(top)
+	errV, id, created, choices, usage := ch.err, ch.id, ch.created, ch.choices, ch.usage
 	if !respNull(errV) {
 		msg, _ := respStr(errV.Get("message"))
 		return dst, errors.New("upstream chat stream error: " + msg)
@@ -202,32 +187,16 @@ func (s *responsesStream) choice(dst []byte, c *fastjson.Value) ([]byte, error) 
 	if o == nil {
 		return dst, errRespChunk
 	}
-	var index, delta, finish *fastjson.Value
-	o.Visit(func(k []byte, v *fastjson.Value) {
-		switch string(k) {
-		case "index":
-			index = first(index, v)
-		case "delta":
-			delta = first(delta, v)
-		case "finish_reason":
-			finish = first(finish, v)
-		}
-	})
+	var ch chatChoice
+	ch.read(o)
+	index, delta, finish := ch.index, ch.delta, ch.finish
 	if index.GetInt() != 0 {
 		return dst, nil
 	}
 	if d := delta.GetObject(); d != nil {
-		var content, refusal, calls *fastjson.Value
-		d.Visit(func(k []byte, v *fastjson.Value) {
-			switch string(k) {
-			case "content":
-				content = first(content, v)
-			case "refusal":
-				refusal = first(refusal, v)
-			case "tool_calls":
-				calls = first(calls, v)
-			}
-		})
+		var dl chatDelta
+		dl.read(d)
+		content, refusal, calls := dl.content, dl.refusal, dl.calls
 		if t, _ := respStr(content); t != "" {
 			dst = s.textDelta(dst, &s.text, t)
 		}
