@@ -107,7 +107,7 @@ func translatedBody(path string, n int, stream bool) []byte {
 
 // translationSection compares each translated row with its native twin.
 func translationSection(pairs [][2]*row) string {
-	t := &table{head: []string{"translated vs native", "CPU/req (or per stream)", "native", "ratio", "target", "allocs/req", "native allocs"}}
+	t := &table{head: []string{"translated vs native", "CPU/req (or per stream)", "native", "ratio", "target", "allocs/req (or per stream)", "native allocs"}}
 	for _, p := range pairs {
 		tr, nat := p[0], p[1]
 		if tr.res == nil || nat.res == nil || !tr.used || !nat.used || tr.lost || nat.lost {
@@ -117,10 +117,12 @@ func translationSection(pairs [][2]*row) string {
 		cpu := func(r *row) float64 { return r.use.cpu / r.requests() * 1e6 }
 		allocs := func(r *row) float64 { return r.use.mallocs / r.requests() }
 		target := targetTranslatedRequest
-		per := ""
+		per, trAllocs, natAllocs := "", fmt.Sprintf("%.1f", allocs(tr)), fmt.Sprintf("%.1f", allocs(nat))
 		if tr.stream {
 			target = targetTranslatedStream
 			per = fmt.Sprintf(" (%.2f µs per upstream event)", cpu(tr)/streamEvents)
+			trAllocs += fmt.Sprintf(" (%.2f per event)", allocs(tr)/streamEvents)
+			natAllocs += fmt.Sprintf(" (%.2f per event)", allocs(nat)/streamEvents)
 		}
 		ratio := cpu(tr) / cpu(nat)
 		verdict := "pass"
@@ -129,7 +131,7 @@ func translationSection(pairs [][2]*row) string {
 		}
 		t.add(tr.name, fmt.Sprintf("%.1f µs%s", cpu(tr), per), fmt.Sprintf("%.1f µs", cpu(nat)),
 			fmt.Sprintf("%.2f× %s", ratio, verdict), fmt.Sprintf("≤ %.1f×", target),
-			fmt.Sprintf("%.1f", allocs(tr)), fmt.Sprintf("%.1f", allocs(nat)))
+			trAllocs, natAllocs)
 	}
 	return "## Translation\n\nThe same conversation as a native chat request and as a Messages or Responses request that the gateway translates to chat for the OpenAI-compatible mock and back (docs/providers.md, Translation); streams of " +
 		fmt.Sprint(streamEvents) + " upstream chat chunks. CPU and allocations per request (per stream for SSE) from the proxy, measured in alternation with the native row.\n\n" + t.String()
